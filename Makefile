@@ -1,0 +1,33 @@
+# paperrec developer commands. `make run` and `make test` are the README's quick start.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+PORT   ?= 8000
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: install run test check clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+run: install
+	$(BIN)/paperrec ingest --sample
+	$(BIN)/paperrec rebuild-index
+	$(BIN)/paperrec serve --port $(PORT)
+
+test: install
+	$(BIN)/pytest
+
+check: install
+	$(BIN)/ruff check recommender service scripts tests
+	$(BIN)/mypy recommender service scripts
+
+clean:
+	rm -rf $(VENV) var

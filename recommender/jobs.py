@@ -1,0 +1,110 @@
+"""The batch jobs, one function each; the CLI and scripts/ only parse arguments and print."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .config import Settings
+from .corpus import CorpusStore, UpsertCounts
+from .embedder import EmbeddingCache, embed_into_cache, shared_embedder
+from .errors import InvalidInput
+from .index import IndexStore
+from .ingest import read_papers
+from .papers import Paper, Rejection
+
+SAMPLE_DIR = Path(__file__).parent / "sample_data"
+
+
+def sample_files() -> list[Path]:
+    """The bundled sample corpus: ICML 2026 abstracts in the paper-list format."""
+    return sorted(SAMPLE_DIR.glob("*.txt"))
+
+
+@dataclass
+class IngestSummary:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    rejected: int = 0
+
+    def __str__(self) -> str:
+        return (f"added {self.added}, updated {self.updated}, unchanged {self.unchanged}, "
+                f"rejected {self.rejected}")
+
+
+def ingest(
+    settings: Settings,
+    paths: Iterable[Path],
+    on_rejection: Callable[[Rejection], None],
+    batch: int = 1000,
+) -> IngestSummary:
+    """Read every file into the corpus; bad records are reported and skipped."""
+    corpus = CorpusStore(settings.corpus_path)
+    counts = UpsertCounts()
+    summary = IngestSummary()
+    pending: list[Paper] = []
+    try:
+        for path in paths:
+            for item in read_papers(path):
+                if isinstance(item, Rejection):
+                    summary.rejected += 1
+                    on_rejection(item)
+                    continue
+                pending.append(item)
+                if len(pending) >= batch:
+                    corpus.upsert(pending, counts)
+                    pending = []
+        corpus.upsert(pending, counts)
+    finally:
+        corpus.close()
+    summary.added, summary.updated = counts.added, counts.updated
+    summary.unchanged = counts.unchanged
+    return summary
+
+
+@dataclass
+class RebuildSummary:
+    version: str
+    papers: int
+    embedded: int
+    seconds: float
+
+    def __str__(self) -> str:
+        return (f"published index version {self.version}: {self.papers} papers, "
+                f"{self.embedded} newly embedded, {self.seconds:.1f} s")
+
+
+def rebuild_index(settings: Settings, progress: bool = True) -> RebuildSummary:
+    """Embed what is new or changed, build a FAISS index over every paper, publish it."""
+    started = time.perf_counter()
+    corpus = CorpusStore(settings.corpus_path)
+    cache = EmbeddingCache(settings.embedding_cache_path)
+    try:
+        rows = list(corpus.content_hashes())
+        if not rows:
+            raise InvalidInput(
+                f"the corpus in {settings.corpus_path} is empty: ingest papers first, e.g. "
+                f"`paperrec ingest --sample` or `paperrec ingest papers.jsonl`"
+            )
+        ids = [pid for pid, _ in rows]
+        hashes = [h for _, h in rows]
+        embedder = shared_embedder(settings.model, settings.embed_batch_size)
+        missing = cache.missing(embedder.name, hashes)
+        texts = corpus.texts([pid for pid, h in rows if h in missing])
+        to_embed = {h: texts[pid] for pid, h in rows if pid in texts}
+        embed_into_cache(embedder, cache, to_embed, progress=progress)
+        vectors_by_hash = cache.get(embedder.name, hashes)
+        vectors = np.stack([vectors_by_hash[h] for h in hashes])
+        index = IndexStore(settings.index_dir).publish(
+            ids, vectors, embedder.name, settings.exact_index_max
+        )
+    finally:
+        corpus.close()
+        cache.close()
+    return RebuildSummary(index.version, len(ids), len(to_embed), time.perf_counter() - started)
+

@@ -1,0 +1,32 @@
+"""Every Redis key paperrec uses, in one place.
+
+All keys live under a namespace (``PAPERREC_REDIS_NAMESPACE``, default ``paperrec``) so one
+Redis server can hold several deployments, and tests can use a namespace of their own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RedisKeys:
+    namespace: str = "paperrec"
+
+    def feedback(self, user_id: str) -> str:
+        """Hash: paper id -> "<signal>:<unix time>" (like or dislike), one field per paper."""
+        return f"{self.namespace}:user:{user_id}:feedback"
+
+    @property
+    def users(self) -> str:
+        """Set: every user id that has given feedback."""
+        return f"{self.namespace}:users"
+
+    @property
+    def like_counts(self) -> str:
+        """Sorted set: paper id -> number of users who currently like it."""
+        return f"{self.namespace}:like_counts"
+
+    def pattern(self) -> str:
+        """Glob matching every key of this namespace (for erasing a test namespace)."""
+        return f"{self.namespace}:*"

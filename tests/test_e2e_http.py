@@ -1,0 +1,105 @@
+"""End to end over HTTP, as a user runs it: the `paperrec` command, gunicorn, embedded Redis."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import free_port
+
+pytestmark = pytest.mark.model
+PAPERREC = [sys.executable, "-m", "service.cli"]
+
+
+def call(base: str, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(base + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            raw = response.read()
+            return response.status, json.loads(raw) if raw else None
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+class Server:
+    def __init__(self, env: dict[str, str], port: int) -> None:
+        self.env, self.port = env, port
+        self.base = f"http://127.0.0.1:{port}"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen([*PAPERREC, "serve", "--port", str(self.port)],
+                                        env=self.env, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if call(self.base, "GET", "/readyz")[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise AssertionError("the service did not become ready within 60 s")
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            self.process.wait(30)
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
+    env["PAPERREC_DATA_DIR"] = str(tmp_path / "var")
+    for command in (["ingest", "--sample"], ["rebuild-index", "--quiet"]):
+        subprocess.run([*PAPERREC, *command], env=env, check=True, capture_output=True)
+    served = Server(env, free_port())
+    yield served
+    served.stop()
+    # The embedded Redis outlives nothing: stop it if a worker left it running.
+    settings_file = tmp_path / "var" / "redis" / "feedback.rdb.settings"
+    if settings_file.exists():
+        pidfile = json.loads(settings_file.read_text())["pidfile"]
+        if os.path.exists(pidfile):
+            os.kill(int(Path(pidfile).read_text()), signal.SIGTERM)
+
+
+def test_like_two_federated_papers_then_dislike_then_restart(server: Server) -> None:
+    server.start()
+    base = server.base
+    status, found = call(base, "GET", "/v1/search?q=federated%20learning&k=10")
+    assert status == 200
+    fed = [i["paper_id"] for i in found["items"] if "Fed" in i["title"] or "federated" in
+           call(base, "GET", f"/v1/papers/{i['paper_id']}")[1]["abstract"].lower()]
+    assert len(fed) == 4, found
+    for paper_id in fed[:2]:
+        assert call(base, "PUT", f"/v1/users/ada/feedback/{paper_id}", {"signal": "like"})[0] == 200
+
+    status, body = call(base, "GET", "/v1/users/ada/recommendations?k=5")
+    assert status == 200 and body["personalized"] is True
+    top = body["items"][0]
+    assert top["paper_id"] in fed[2:], body
+    assert "that you liked" in top["reason"]
+
+    assert call(base, "PUT", f"/v1/users/ada/feedback/{top['paper_id']}",
+                {"signal": "dislike"})[0] == 200
+    _, body = call(base, "GET", "/v1/users/ada/recommendations?k=36")
+    assert top["paper_id"] not in [i["paper_id"] for i in body["items"]]
+
+    server.stop()
+    server.start()
+    _, stored = call(base, "GET", "/v1/users/ada/feedback")
+    assert {(i["paper_id"], i["signal"]) for i in stored["items"]} == {
+        (fed[0], "like"), (fed[1], "like"), (top["paper_id"], "dislike")}

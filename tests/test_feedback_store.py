@@ -1,0 +1,65 @@
+"""FeedbackStore against a real Redis server."""
+
+from __future__ import annotations
+
+import pytest
+import redis
+
+from recommender.errors import InvalidInput, StoreUnavailable
+from recommender.feedback import FeedbackStore
+from recommender.redis_keys import RedisKeys
+from tests.conftest import free_port
+
+
+@pytest.fixture
+def store(redis_url: str, namespace: str) -> FeedbackStore:
+    return FeedbackStore(redis.Redis.from_url(redis_url, decode_responses=True),
+                         RedisKeys(namespace))
+
+
+def test_likes_and_dislikes_are_kept_with_their_time(store: FeedbackStore) -> None:
+    assert store.set("ada", "p1", "like", at=100.0) is False
+    assert store.set("ada", "p2", "dislike", at=200.5) is False
+    got = [(f.paper_id, f.signal, f.at) for f in store.get("ada")]
+    assert got == [("p1", "like", 100.0), ("p2", "dislike", 200.5)]
+    assert store.get("bob") == []
+
+
+def test_a_new_signal_on_the_same_paper_replaces_the_old(store: FeedbackStore) -> None:
+    store.set("ada", "p1", "like", at=100.0)
+    assert store.set("ada", "p1", "dislike", at=150.0) is True
+    assert [(f.paper_id, f.signal, f.at) for f in store.get("ada")] == [("p1", "dislike", 150.0)]
+
+
+def test_a_signal_can_be_removed(store: FeedbackStore) -> None:
+    store.set("ada", "p1", "like", at=100.0)
+    assert store.remove("ada", "p1") is True
+    assert store.remove("ada", "p1") is False
+    assert store.get("ada") == []
+
+
+def test_like_counts_follow_every_change(store: FeedbackStore) -> None:
+    store.set("ada", "p1", "like", at=1.0)
+    store.set("bob", "p1", "like", at=2.0)
+    store.set("bob", "p2", "like", at=3.0)
+    store.set("ada", "p1", "like", at=4.0)  # same signal again: still one like from ada
+    assert store.popular(10) == [("p1", 2), ("p2", 1)]
+    store.set("bob", "p1", "dislike", at=5.0)
+    store.remove("bob", "p2")
+    assert store.popular(10) == [("p1", 1)]
+    assert sorted(store.users()) == ["ada", "bob"]
+
+
+def test_a_signal_must_be_like_or_dislike(store: FeedbackStore) -> None:
+    with pytest.raises(InvalidInput, match='"like" or "dislike"'):
+        store.set("ada", "p1", "love", at=1.0)  # type: ignore[arg-type]
+    assert store.get("ada") == []
+
+
+def test_an_unreachable_redis_is_reported_as_unavailable(namespace: str) -> None:
+    dead = redis.Redis(port=free_port(), socket_connect_timeout=0.5, decode_responses=True)
+    store = FeedbackStore(dead, RedisKeys(namespace))
+    with pytest.raises(StoreUnavailable, match="unreachable"):
+        store.get("ada")
+    with pytest.raises(StoreUnavailable):
+        store.set("ada", "p1", "like", at=1.0)
