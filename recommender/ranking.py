@@ -10,7 +10,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-DISLIKE_WEIGHT = 0.6
+DISLIKE_WEIGHT = 1.0
+# Unrelated abstracts still have cosines of 0.1-0.2 under sentence embeddings: only
+# similarity above this floor counts as "on a disliked topic".
+DISLIKE_FLOOR = 0.2
 
 
 @dataclass
@@ -31,7 +34,7 @@ def content_scores(
 
     All vectors are unit length, so inner products are cosines. A candidate's like score is
     its similarity to the *nearest* liked paper, so a user with several interests is served
-    each of them; the dislike penalty only counts positive similarity.
+    each of them; the dislike penalty only counts similarity above ``DISLIKE_FLOOR``.
     """
     n = len(candidates)
     if len(liked):
@@ -45,7 +48,8 @@ def content_scores(
         dislike_sim = np.maximum((candidates @ disliked.T).max(axis=1), 0.0)
     else:
         dislike_sim = np.zeros(n, dtype=np.float32)
-    return ContentScores(like_sim - dislike_weight * dislike_sim, like_sim, nearest, dislike_sim)
+    penalty = dislike_weight * np.maximum(dislike_sim - DISLIKE_FLOOR, 0.0)
+    return ContentScores(like_sim - penalty, like_sim, nearest, dislike_sim)
 
 
 def mmr(vectors: np.ndarray, relevance: np.ndarray, k: int, diversity: float) -> np.ndarray:

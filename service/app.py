@@ -23,6 +23,7 @@ def create_app(settings: Settings | None = None, engine: Recommender | None = No
     settings = settings or Settings.from_env()
     app = Flask(__name__)
     app.json.sort_keys = False  # type: ignore[attr-defined]
+    app.json.ensure_ascii = False  # type: ignore[attr-defined]
     app.extensions[EXTENSION] = engine or Recommender.from_settings(settings)
     app.register_blueprint(api)
     register_error_handlers(app)

@@ -2,13 +2,33 @@
 
 from __future__ import annotations
 
+import json
+import socket
 from typing import Any
 
+from gunicorn import util
 from gunicorn.app.base import BaseApplication
 
 from recommender.config import Settings
 
 from .app import create_app
+
+
+def _write_json_error(sock: socket.socket, status: int, reason: str, message: str) -> None:
+    """Gunicorn's own errors (an oversized or malformed request line) in our JSON shape."""
+    if status == 414:
+        message = (f"{message}: the URL is too long; user and paper ids are at most 128 "
+                   f"characters")
+    code = reason.lower().replace(" ", "_")
+    body = json.dumps({"error": {"code": code, "message": message}}).encode()
+    head = (f"HTTP/1.1 {status} {reason}\r\nConnection: close\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n")
+    util.write_nonblock(sock, head.encode("latin1") + body)
+
+
+# Gunicorn answers requests it cannot parse itself, before Flask sees them; without this its
+# answer would be an HTML page where every other error of the API is JSON.
+util.write_error = _write_json_error
 
 
 class _Gunicorn(BaseApplication):

@@ -103,3 +103,10 @@ def test_like_two_federated_papers_then_dislike_then_restart(server: Server) -> 
     _, stored = call(base, "GET", "/v1/users/ada/feedback")
     assert {(i["paper_id"], i["signal"]) for i in stored["items"]} == {
         (fed[0], "like"), (fed[1], "like"), (top["paper_id"], "dislike")}
+
+
+def test_a_user_id_too_long_for_the_url_gets_a_json_error(server: Server) -> None:
+    server.start()
+    status, body = call(server.base, "GET", "/v1/users/" + "u" * 10_000 + "/feedback")
+    assert status == 414
+    assert "ids are at most 128 characters" in body["error"]["message"]
