@@ -67,5 +67,9 @@ class Settings:
         return self.data_dir / "index"
 
     @property
+    def collaborative_dir(self) -> Path:
+        return self.data_dir / "models" / "collaborative"
+
+    @property
     def redis_dir(self) -> Path:
         return self.data_dir / "redis"

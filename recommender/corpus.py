@@ -6,6 +6,7 @@ Readers (the service) and a writer (ingest) can work at once: the database runs 
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
@@ -20,7 +21,8 @@ CREATE TABLE IF NOT EXISTS papers (
     content_hash TEXT NOT NULL,
     record TEXT NOT NULL,
     added_at REAL NOT NULL,
-    updated_at REAL NOT NULL
+    updated_at REAL NOT NULL,
+    day REAL
 );
 """
 
@@ -56,15 +58,15 @@ class CorpusStore:
                 ).fetchone()
                 if row is None:
                     self._db.execute(
-                        "INSERT INTO papers VALUES (?, ?, ?, ?, ?)",
-                        (paper.id, paper.content_hash, record, now, now),
+                        "INSERT INTO papers VALUES (?, ?, ?, ?, ?, ?)",
+                        (paper.id, paper.content_hash, record, now, now, _day(paper)),
                     )
                     counts.added += 1
                 elif row[0] != record:
                     self._db.execute(
-                        "UPDATE papers SET content_hash = ?, record = ?, updated_at = ?"
+                        "UPDATE papers SET content_hash = ?, record = ?, updated_at = ?, day = ?"
                         " WHERE id = ?",
-                        (paper.content_hash, record, now, paper.id),
+                        (paper.content_hash, record, now, _day(paper), paper.id),
                     )
                     counts.updated += 1
                 else:
@@ -86,12 +88,21 @@ class CorpusStore:
             found.update({pid: Paper.from_dict(json.loads(rec)) for pid, rec in rows})
         return found
 
-    def content_hashes(self) -> Iterator[tuple[str, str]]:
-        """(paper id, content hash) for every paper, in insertion order."""
-        yield from self._db.execute("SELECT id, content_hash FROM papers ORDER BY rowid")
+    def index_rows(self) -> Iterator[tuple[str, str, float]]:
+        """(paper id, content hash, publication day or NaN) for every paper, in insertion
+        order."""
+        for pid, content_hash, day in self._db.execute(
+            "SELECT id, content_hash, day FROM papers ORDER BY rowid"
+        ):
+            yield pid, content_hash, math.nan if day is None else float(day)
 
     def texts(self, paper_ids: list[str]) -> dict[str, str]:
         return {pid: paper.text for pid, paper in self.get_many(paper_ids).items()}
 
     def count(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM papers").fetchone()[0])
+
+
+def _day(paper: Paper) -> float | None:
+    day = paper.day
+    return None if math.isnan(day) else day

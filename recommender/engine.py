@@ -1,31 +1,38 @@
 """Recommender: the one engine behind the REST API, the digests and the evaluation.
 
-It joins the corpus (what a paper is), the live index (where it sits in embedding space) and
-the feedback store (what a user said), and ranks with the pure functions of ``ranking``.
+It joins the corpus (what a paper is), the live index (where it sits in the content space),
+the live collaborative model and the feedback store (what a user said), and ranks with
+``reading_list.rank``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import datetime as dt
+import threading
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 
+from .collaborative import CollaborativeModel
 from .config import Settings
+from .content_space import centre_query
 from .corpus import CorpusStore
 from .embedder import Embedder, shared_embedder
 from .errors import InvalidInput, NotFound
 from .feedback import Feedback, FeedbackStore, Signal
 from .identifiers import validate_paper_id, validate_user_id
 from .index import IndexStore, LiveIndex, PaperIndex
-from .papers import Paper
-from .ranking import cold_start_relevance, content_scores, mmr
+from .papers import EPOCH, Paper
+from .reading_list import Ranked, RankingContext, rank
 from .redis_keys import RedisKeys
 from .redis_server import connect
+from .versions import LiveVersion, VersionedDir
 
-SCORE_ALL_BELOW = 20_000  # below this many papers every paper is a candidate
-COLD_START_POOL = 1_000
 MAX_K = 200
+MAX_OFFSET = 1000
+LIKE_COUNTS_SECONDS = 5.0  # how stale the popularity counts may be
+CF_REASON_MIN = 0.01  # collaborative contribution worth telling the user about
 
 
 @dataclass
@@ -34,6 +41,7 @@ class Recommendation:
     title: str
     score: float
     reason: str
+    reasons: list[dict[str, Any]] = field(default_factory=list)
     because: list[str] = field(default_factory=list)  # ids of the liked papers behind it
 
     def to_dict(self) -> dict[str, object]:
@@ -46,12 +54,14 @@ class ReadingList:
     personalized: bool
     items: list[Recommendation]
     index_version: str
+    model_version: str | None
 
     def to_dict(self) -> dict[str, object]:
         return {
             "user_id": self.user_id,
             "personalized": self.personalized,
             "index_version": self.index_version,
+            "model_version": self.model_version,
             "items": [item.to_dict() for item in self.items],
         }
 
@@ -63,19 +73,27 @@ def check_k(k: int) -> int:
 
 
 class Recommender:
-    def __init__(
-        self, corpus: CorpusStore, index: LiveIndex, feedback: FeedbackStore, embedder: Embedder
-    ) -> None:
+    def __init__(self, corpus: CorpusStore, index: LiveIndex,
+                 collaborative: LiveVersion[CollaborativeModel], feedback: FeedbackStore,
+                 embedder: Embedder) -> None:
         self.corpus = corpus
         self.index = index
+        self.collaborative = collaborative
         self.feedback = feedback
         self.embedder = embedder
+        self._contexts: dict[tuple[str, str | None], RankingContext] = {}
+        self._like_counts: tuple[float, dict[str, int]] = (-float("inf"), {})
+        self._lock = threading.Lock()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Recommender:
+        models = VersionedDir(settings.collaborative_dir)
         return cls(
             CorpusStore(settings.corpus_path),
             LiveIndex(IndexStore(settings.index_dir), settings.index_check_seconds),
+            LiveVersion(models, lambda v: CollaborativeModel.load(models.path(v)),
+                        "collaborative model", "no model trained yet: run `paperrec train`",
+                        settings.index_check_seconds),
             FeedbackStore(connect(settings), RedisKeys(settings.redis_namespace)),
             shared_embedder(settings.model, settings.embed_batch_size),
         )
@@ -93,8 +111,8 @@ class Recommender:
         row = index.row(paper_id)
         rows, scores = index.search(index.vectors[row : row + 1], check_k(k) + 1)
         hits = [(int(r), float(s)) for r, s in zip(rows[0], scores[0], strict=True)
-                if r >= 0 and r != row]
-        return self._items(index, hits[:k], lambda _r: "close in content")
+                if r >= 0 and r != row][:k]
+        return self._plain_items(index, hits, "close in content")
 
     def search(self, query: str, k: int) -> list[Recommendation]:
         query = query.strip()
@@ -103,10 +121,10 @@ class Recommender:
         if len(query) > 1000:
             raise InvalidInput(f"q is {len(query)} characters long; at most 1000 are allowed")
         index = self.index.get()
-        vector = self.embedder.encode([query])
+        vector = centre_query(self.embedder.encode([query]), index.space.mean)
         rows, scores = index.search(vector, check_k(k))
         hits = [(int(r), float(s)) for r, s in zip(rows[0], scores[0], strict=True) if r >= 0]
-        return self._items(index, hits, lambda _r: f"matches {query[:60]!r}")
+        return self._plain_items(index, hits, f"matches {query[:60]!r}")
 
     # --- feedback -----------------------------------------------------------------------
     def set_feedback(self, user_id: str, paper_id: str, signal: Signal, now: float) -> bool:
@@ -124,89 +142,112 @@ class Recommender:
         return self.feedback.get(validate_user_id(user_id))
 
     # --- reading lists ------------------------------------------------------------------
-    def recommend(self, user_id: str, k: int) -> ReadingList:
-        signals = self.user_feedback(user_id)
-        check_k(k)
-        index = self.index.get()
-        liked = rows_with_signal(index, signals, "like")
-        disliked = rows_with_signal(index, signals, "dislike")
-        seen = set(liked) | set(disliked)
-        if liked:
-            items = self._personal(index, liked, disliked, seen, k)
-        else:
-            items = self._cold_start(index, disliked, seen, k)
-        return ReadingList(user_id, bool(liked), items, index.version)
-
-    def _personal(
-        self, index: PaperIndex, liked: list[int], disliked: list[int], seen: set[int], k: int
-    ) -> list[Recommendation]:
-        candidates = self._candidates(index, liked, k)
-        candidates = np.asarray([r for r in candidates if r not in seen], dtype=np.int64)
-        scored = content_scores(index.vectors[candidates], index.vectors[liked],
-                                index.vectors[disliked])
-        order = np.argsort(-scored.score, kind="stable")[:k]
-        titles = self.corpus.get_many([index.ids[r] for r in liked])
-        hits: list[tuple[int, float]] = []
-        because: dict[int, str] = {}
-        for pos in order:
-            row = int(candidates[pos])
-            source = index.ids[liked[int(scored.nearest_like[pos])]]
-            hits.append((row, float(scored.score[pos])))
-            because[row] = source
-        def reason(row: int) -> str:
-            paper = titles.get(because[row])
-            return f"similar to '{_short(paper.title if paper else because[row])}' that you liked"
-        return self._items(index, hits, reason, lambda row: [because[row]])
-
-    def _candidates(self, index: PaperIndex, liked: list[int], k: int) -> np.ndarray:
-        if len(index) <= SCORE_ALL_BELOW:
-            return np.arange(len(index))
-        per_like = max(50, 4 * k)
-        rows, _ = index.search(index.vectors[liked], per_like)
-        return np.unique(rows[rows >= 0])
-
-    def _cold_start(
-        self, index: PaperIndex, disliked: list[int], seen: set[int], k: int
-    ) -> list[Recommendation]:
-        popular = dict(self.feedback.popular(COLD_START_POOL))
-        pool_ids = [pid for pid in popular if index.has(pid)]
-        step = max(1, len(index) // COLD_START_POOL)
-        pool = sorted({index.row(pid) for pid in pool_ids} | set(range(0, len(index), step)))
-        pool = [r for r in pool if r not in seen]
-        vectors = index.vectors[pool]
-        counts = np.asarray([popular.get(index.ids[r], 0) for r in pool], dtype=np.float64)
-        relevance = cold_start_relevance(vectors, counts)
-        relevance += content_scores(vectors, vectors[:0], index.vectors[disliked]).score
-        picks = mmr(vectors, relevance, k, diversity=0.5)
-        hits = [(pool[int(p)], float(relevance[int(p)])) for p in picks]
-
-        def reason(row: int) -> str:
-            n = popular.get(index.ids[row], 0)
-            if n:
-                return f"popular: liked by {n} reader{'s' if n != 1 else ''}"
-            return "a broad pick from the collection; like papers to personalise your list"
-        return self._items(index, hits, reason)
-
-    def _items(
+    def recommend(
         self,
-        index: PaperIndex,
-        hits: list[tuple[int, float]],
-        reason: Callable[[int], str],
-        because: Callable[[int], list[str]] = lambda _row: [],
-    ) -> list[Recommendation]:
-        papers = self.corpus.get_many([index.ids[row] for row, _ in hits])
+        user_id: str,
+        k: int,
+        *,
+        now: float,
+        offset: int = 0,
+        diversity: float | None = None,
+        since: dt.date | None = None,
+        exclude_served: bool = False,
+        record: bool = True,
+    ) -> ReadingList:
+        check_k(k)
+        if not 0 <= offset <= MAX_OFFSET:
+            raise InvalidInput(f"offset must be between 0 and {MAX_OFFSET}, got {offset}")
+        if diversity is not None and not 0.0 <= diversity <= 1.0:
+            raise InvalidInput(f"diversity must be between 0 and 1, got {diversity}")
+        signals = self.user_feedback(user_id)
+        index = self.index.get()
+        ctx = self._context(index, now)
+        liked = _rows(index, signals, "like")
+        disliked = _rows(index, signals, "dislike")
+        served = np.asarray([index.row(p) for p in self.feedback.served(user_id)
+                             if index.has(p)], dtype=np.int64)
+        since_day = None if since is None else float(since.toordinal() - EPOCH)
+        ranked = rank(ctx, liked, disliked, k, offset=offset, diversity=diversity,
+                      served=served, exclude_served=exclude_served, since_day=since_day)
+        items = self._explained(index, ctx, ranked)
+        if record:
+            self.feedback.record_served(user_id, [item.paper_id for item in items], now)
+        return ReadingList(user_id, ranked.personalized, items, index.version,
+                           self.collaborative.version)
+
+    def _context(self, index: PaperIndex, now: float) -> RankingContext:
+        model = self.collaborative.get()
+        key = (index.version, self.collaborative.version)
+        with self._lock:
+            ctx = self._contexts.get(key)
+            if ctx is None:
+                counts = np.zeros(len(index), np.float32)
+                ctx = RankingContext(index.vectors, index.space.neighbours,
+                                     index.space.neighbour_sims, counts, index.ids, model,
+                                     np.asarray(index.days), index.search)
+                self._contexts = {key: ctx}  # older versions are no longer needed
+            fetched_at, counts_by_id = self._like_counts
+            if now - fetched_at >= LIKE_COUNTS_SECONDS:
+                counts_by_id = self.feedback.like_counts()
+                self._like_counts = (now, counts_by_id)
+        counts = np.zeros(len(index), np.float32)
+        for paper_id, count in counts_by_id.items():
+            if index.has(paper_id):
+                counts[index.row(paper_id)] = count
+        return ctx.with_like_counts(counts)
+
+    def _explained(self, index: PaperIndex, ctx: RankingContext,
+                   ranked: Ranked) -> list[Recommendation]:
+        ids = [index.ids[int(r)] for r in ranked.rows]
+        liked_ids = {index.ids[int(r)] for r in ranked.nearest_like if r >= 0}
+        papers = self.corpus.get_many(ids + sorted(liked_ids))
         items = []
-        for row, score in hits:
-            pid = index.ids[row]
-            paper = papers.get(pid)
-            items.append(Recommendation(pid, paper.title if paper else pid, round(score, 4),
-                                        reason(row), because(row)))
+        for pos, paper_id in enumerate(ids):
+            row = int(ranked.rows[pos])
+            parts: list[tuple[float, str, dict[str, Any]]] = []
+            if ranked.nearest_like[pos] >= 0:
+                liked_id = index.ids[int(ranked.nearest_like[pos])]
+                liked = papers.get(liked_id)
+                title = _short(liked.title if liked else liked_id)
+                parts.append((float(ranked.content[pos]),
+                              f"similar to '{title}' that you liked",
+                              {"kind": "similar_to_liked", "paper_id": liked_id,
+                               "similarity": round(float(ranked.content[pos]), 4)}))
+            if ranked.collaborative[pos] > CF_REASON_MIN:
+                parts.append((float(ranked.collaborative[pos]),
+                              "readers with similar taste saved it",
+                              {"kind": "similar_readers",
+                               "weight": round(float(ranked.collaborative[pos]), 4)}))
+            likes = int(ctx.like_counts[row])
+            if likes:
+                parts.append((float(ranked.popularity[pos]),
+                              f"liked by {likes} reader{'s' if likes != 1 else ''}",
+                              {"kind": "popular", "likes": likes}))
+            # Words: the first two of content, collaborative, popular (data: all, by weight).
+            words = "; ".join(text for _, text, _ in parts[:2]) or (
+                "a broad pick from the collection; like papers to personalise your list")
+            paper = papers.get(paper_id)
+            items.append(Recommendation(
+                paper_id, paper.title if paper else paper_id, round(float(ranked.scores[pos]), 4),
+                words, [data for _, _, data in sorted(parts, key=lambda part: -part[0])],
+                [d["paper_id"] for _, _, d in parts if d["kind"] == "similar_to_liked"]))
         return items
 
+    def _plain_items(self, index: PaperIndex, hits: list[tuple[int, float]],
+                     reason: str) -> list[Recommendation]:
+        papers = self.corpus.get_many([index.ids[row] for row, _ in hits])
+        return [Recommendation(index.ids[row], _title(papers.get(index.ids[row]), index.ids[row]),
+                               round(score, 4), reason) for row, score in hits]
 
-def rows_with_signal(index: PaperIndex, signals: list[Feedback], signal: Signal) -> list[int]:
+
+def _rows(index: PaperIndex, signals: list[Feedback], signal: Signal) -> np.ndarray:
     """Index rows of the papers given this signal (papers not indexed yet are left out)."""
-    return [index.row(f.paper_id) for f in signals if f.signal == signal and index.has(f.paper_id)]
+    return np.asarray([index.row(f.paper_id) for f in signals
+                       if f.signal == signal and index.has(f.paper_id)], dtype=np.int64)
+
+
+def _title(paper: Paper | None, fallback: str) -> str:
+    return paper.title if paper else fallback
 
 
 def _short(title: str, limit: int = 70) -> str:

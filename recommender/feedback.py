@@ -20,6 +20,7 @@ from .redis_keys import RedisKeys
 
 Signal = Literal["like", "dislike"]
 SIGNALS: tuple[Signal, ...] = ("like", "dislike")
+SERVED_HISTORY = 10_000  # papers remembered as served, per user
 
 # KEYS: feedback hash, like counter, users set.  ARGV: user, paper, new value ("" = remove).
 _SET_SIGNAL = """
@@ -101,6 +102,37 @@ class FeedbackStore:
             signal, _, at = value.partition(":")
             items.append(Feedback(paper_id, parse_signal(signal), float(at)))
         return sorted(items, key=lambda f: (f.at, f.paper_id))
+
+    def like_counts(self) -> dict[str, int]:
+        """Every liked paper with its number of likes."""
+        with _redis_errors():
+            rows = cast(list[tuple[str, float]],
+                        self._redis.zrange(self._keys.like_counts, 0, -1, withscores=True))
+        return {paper_id: int(score) for paper_id, score in rows}
+
+    def likes_by_user(self) -> dict[str, list[str]]:
+        """Every user's liked paper ids (the training data of collaborative filtering)."""
+        likes: dict[str, list[str]] = {}
+        for user_id in self.users():
+            liked = [f.paper_id for f in self.get(user_id) if f.signal == "like"]
+            if liked:
+                likes[user_id] = liked
+        return likes
+
+    def record_served(self, user_id: str, paper_ids: list[str], at: float) -> None:
+        """Remember what was shown to the user, so later lists can push it down."""
+        if not paper_ids:
+            return
+        key = self._keys.served(user_id)
+        with _redis_errors():
+            pipe = self._redis.pipeline(transaction=True)
+            pipe.zadd(key, {pid: at for pid in paper_ids})
+            pipe.zremrangebyrank(key, 0, -SERVED_HISTORY - 1)  # keep the newest only
+            pipe.execute()
+
+    def served(self, user_id: str) -> list[str]:
+        with _redis_errors():
+            return cast(list[str], self._redis.zrange(self._keys.served(user_id), 0, -1))
 
     def popular(self, n: int) -> list[tuple[str, int]]:
         """The n most-liked papers with their like counts."""

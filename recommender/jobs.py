@@ -9,13 +9,18 @@ from pathlib import Path
 
 import numpy as np
 
+from .collaborative import CollaborativeModel
 from .config import Settings
 from .corpus import CorpusStore, UpsertCounts
 from .embedder import EmbeddingCache, embed_into_cache, shared_embedder
 from .errors import InvalidInput
+from .feedback import FeedbackStore
 from .index import IndexStore
 from .ingest import read_papers
 from .papers import Paper, Rejection
+from .redis_keys import RedisKeys
+from .redis_server import connect
+from .versions import VersionedDir
 
 SAMPLE_DIR = Path(__file__).parent / "sample_data"
 
@@ -85,26 +90,55 @@ def rebuild_index(settings: Settings, progress: bool = True) -> RebuildSummary:
     corpus = CorpusStore(settings.corpus_path)
     cache = EmbeddingCache(settings.embedding_cache_path)
     try:
-        rows = list(corpus.content_hashes())
+        rows = list(corpus.index_rows())
         if not rows:
             raise InvalidInput(
                 f"the corpus in {settings.corpus_path} is empty: ingest papers first, e.g. "
                 f"`paperrec ingest --sample` or `paperrec ingest papers.jsonl`"
             )
-        ids = [pid for pid, _ in rows]
-        hashes = [h for _, h in rows]
+        ids = [pid for pid, _, _ in rows]
+        hashes = [h for _, h, _ in rows]
+        days = np.asarray([day for _, _, day in rows], dtype=np.float64)
         embedder = shared_embedder(settings.model, settings.embed_batch_size)
         missing = cache.missing(embedder.name, hashes)
-        texts = corpus.texts([pid for pid, h in rows if h in missing])
-        to_embed = {h: texts[pid] for pid, h in rows if pid in texts}
+        texts = corpus.texts([pid for pid, h, _ in rows if h in missing])
+        to_embed = {h: texts[pid] for pid, h, _ in rows if pid in texts}
         embed_into_cache(embedder, cache, to_embed, progress=progress)
         vectors_by_hash = cache.get(embedder.name, hashes)
         vectors = np.stack([vectors_by_hash[h] for h in hashes])
         index = IndexStore(settings.index_dir).publish(
-            ids, vectors, embedder.name, settings.exact_index_max
+            ids, vectors, days, embedder.name, settings.exact_index_max
         )
     finally:
         corpus.close()
         cache.close()
     return RebuildSummary(index.version, len(ids), len(to_embed), time.perf_counter() - started)
 
+
+
+@dataclass
+class TrainSummary:
+    version: str
+    users: int
+    papers: int
+    likes: int
+    seconds: float
+
+    def __str__(self) -> str:
+        return (f"published collaborative model version {self.version}: {self.users} users, "
+                f"{self.papers} papers, {self.likes} likes, {self.seconds:.1f} s")
+
+
+def train_collaborative(settings: Settings, progress: bool = True) -> TrainSummary:
+    """Fit collaborative filtering on every like in Redis and publish it beside the index."""
+    started = time.perf_counter()
+    feedback = FeedbackStore(connect(settings), RedisKeys(settings.redis_namespace))
+    likes = feedback.likes_by_user()
+    if not likes:
+        raise InvalidInput("there are no likes yet: collaborative filtering learns from users' "
+                           "likes, so record some first (PUT /v1/users/<user>/feedback/<paper>)")
+    model = CollaborativeModel.fit(likes, progress=progress)
+    store = VersionedDir(settings.collaborative_dir)
+    version = store.publish(lambda folder, _version: model.save(folder))
+    return TrainSummary(version, len(likes), len(model.item_ids),
+                        sum(len(v) for v in likes.values()), time.perf_counter() - started)

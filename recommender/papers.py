@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+EPOCH = dt.date(1970, 1, 1).toordinal()
 
 
 @dataclass
@@ -30,6 +34,19 @@ class Paper:
     def content_hash(self) -> str:
         """Hash of the embedded text: a changed abstract means a new embedding."""
         return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+
+    @property
+    def day(self) -> float:
+        """Publication day (days since 1970-01-01): the date, else 1 January of the year,
+        else NaN."""
+        try:
+            if self.date:
+                return float(dt.date.fromisoformat(self.date[:10]).toordinal() - EPOCH)
+            if self.year:
+                return float(dt.date(self.year, 1, 1).toordinal() - EPOCH)
+        except ValueError:
+            pass
+        return math.nan
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

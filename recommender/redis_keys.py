@@ -17,6 +17,10 @@ class RedisKeys:
         """Hash: paper id -> "<signal>:<unix time>" (like or dislike), one field per paper."""
         return f"{self.namespace}:user:{user_id}:feedback"
 
+    def served(self, user_id: str) -> str:
+        """Sorted set: paper id -> unix time it was last served to the user (API or digest)."""
+        return f"{self.namespace}:user:{user_id}:served"
+
     @property
     def users(self) -> str:
         """Set: every user id that has given feedback."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from typing import Any
 
@@ -24,6 +25,33 @@ def int_arg(name: str, default: int) -> int:
         return int(raw)
     except ValueError:
         raise InvalidInput(f"{name} must be an integer, got {raw!r}") from None
+
+
+def float_arg(name: str) -> float | None:
+    raw = request.args.get(name)
+    if raw is None:
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        raise InvalidInput(f"{name} must be a number, got {raw!r}") from None
+
+
+def date_arg(name: str) -> dt.date | None:
+    raw = request.args.get(name)
+    if raw is None:
+        return None
+    try:
+        return dt.date.fromisoformat(raw)
+    except ValueError:
+        raise InvalidInput(f"{name} must be a date like 2026-01-31, got {raw!r}") from None
+
+
+def bool_arg(name: str) -> bool:
+    raw = request.args.get(name, "false").lower()
+    if raw not in ("true", "false", "1", "0"):
+        raise InvalidInput(f"{name} must be true or false, got {raw!r}")
+    return raw in ("true", "1")
 
 
 def json_object(allowed: set[str]) -> dict[str, Any]:
@@ -106,4 +134,13 @@ def get_feedback(user_id: str) -> Response:
 
 @api.get("/v1/users/<user_id>/recommendations")
 def recommendations(user_id: str) -> Response:
-    return jsonify(engine().recommend(user_id, int_arg("k", 20)).to_dict())
+    reading_list = engine().recommend(
+        user_id,
+        int_arg("k", 20),
+        now=time.time(),
+        offset=int_arg("offset", 0),
+        diversity=float_arg("diversity"),
+        since=date_arg("since"),
+        exclude_served=bool_arg("exclude_served"),
+    )
+    return jsonify(reading_list.to_dict())

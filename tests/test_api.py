@@ -22,7 +22,7 @@ def client(sample_settings: Settings) -> Iterator[FlaskClient]:
 
 def paper_ids_about(settings: Settings, word: str) -> list[str]:
     corpus = CorpusStore(settings.corpus_path)
-    return [pid for pid, _ in corpus.content_hashes()
+    return [pid for pid, _, _ in corpus.index_rows()
             if word.lower() in corpus.get(pid).text.lower()]  # type: ignore[union-attr]
 
 

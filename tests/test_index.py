@@ -22,11 +22,16 @@ def ids(n: int, prefix: str = "p") -> list[str]:
     return [f"{prefix}{i}" for i in range(n)]
 
 
+def no_days(n: int) -> np.ndarray:
+    return np.full(n, np.nan)
+
+
 def test_exact_index_returns_the_brute_force_answer(tmp_path: Path) -> None:
     vectors = random_unit(500)
-    index = IndexStore(tmp_path).publish(ids(500), vectors, "m", exact_max=1000)
-    rows, scores = index.search(vectors[:5], 10)
-    expected = np.argsort(-(vectors[:5] @ vectors.T), axis=1)[:, :10]
+    index = IndexStore(tmp_path).publish(ids(500), vectors, no_days(500), "m", exact_max=1000)
+    space = index.vectors
+    rows, scores = index.search(space[:5], 10)
+    expected = np.argsort(-(space[:5] @ space.T), axis=1)[:, :10]
     assert (rows == expected).all()
     assert np.allclose(scores[:, 0], 1.0, atol=1e-5)
     assert index.meta["kind"] == "exact"
@@ -35,10 +40,10 @@ def test_exact_index_returns_the_brute_force_answer(tmp_path: Path) -> None:
 def test_approximate_index_above_the_threshold_finds_most_true_neighbours(tmp_path: Path) -> None:
     vectors = random_unit(3000, seed=1)
     queries = random_unit(50, seed=2)
-    index = IndexStore(tmp_path).publish(ids(3000), vectors, "m", exact_max=1000)
+    index = IndexStore(tmp_path).publish(ids(3000), vectors, no_days(3000), "m", exact_max=1000)
     assert index.meta["kind"] == "hnsw"
     rows, _ = index.search(queries, 20)
-    truth = np.argsort(-(queries @ vectors.T), axis=1)[:, :20]
+    truth = np.argsort(-(queries @ index.vectors.T), axis=1)[:, :20]
     recall = np.mean([len(set(r) & set(t)) / 20 for r, t in zip(rows, truth, strict=True)])
     assert recall >= 0.95
 
@@ -46,12 +51,14 @@ def test_approximate_index_above_the_threshold_finds_most_true_neighbours(tmp_pa
 def test_published_versions_load_back_and_old_ones_are_pruned(tmp_path: Path) -> None:
     store = IndexStore(tmp_path)
     for i in range(5):
-        store.publish(ids(10, prefix=f"v{i}-"), random_unit(10, seed=i), "m", exact_max=100)
+        store.publish(ids(10, prefix=f"v{i}-"), random_unit(10, seed=i), no_days(10), "m",
+                      exact_max=100)
     assert store.current_version() == "000005"
-    assert sorted(p.name for p in store.versions.iterdir()) == ["000003", "000004", "000005"]
+    assert sorted(p.name for p in store.dir.versions.iterdir()) == ["000003", "000004", "000005"]
     loaded = store.load("000005")
     assert loaded.ids[0] == "v4-0" and loaded.model == "m"
-    assert np.allclose(loaded.vectors, random_unit(10, seed=4))
+    published = store.publish(ids(10), random_unit(10, seed=4), no_days(10), "m", exact_max=100)
+    assert np.allclose(store.load(published.version).vectors, published.vectors)
 
 
 def test_live_index_switches_to_a_new_version_without_restart(tmp_path: Path) -> None:
@@ -59,10 +66,10 @@ def test_live_index_switches_to_a_new_version_without_restart(tmp_path: Path) ->
     live = LiveIndex(store, check_seconds=0)
     with pytest.raises(IndexNotReady, match="rebuild-index"):
         live.get()
-    store.publish(ids(10), random_unit(10), "m", exact_max=100)
+    store.publish(ids(10), random_unit(10), no_days(10), "m", exact_max=100)
     first = live.get()
     assert first.version == "000001"
-    store.publish(ids(20), random_unit(20), "m", exact_max=100)
+    store.publish(ids(20), random_unit(20), no_days(20), "m", exact_max=100)
     assert live.get().version == "000002" and len(live.get()) == 20
     # A request that started on the old version can finish on it.
     assert len(first.search(first.vectors[:1], 5)[0][0]) == 5
@@ -71,13 +78,13 @@ def test_live_index_switches_to_a_new_version_without_restart(tmp_path: Path) ->
 def test_a_corrupt_new_version_leaves_the_old_one_serving(tmp_path: Path) -> None:
     store = IndexStore(tmp_path)
     live = LiveIndex(store, check_seconds=0)
-    store.publish(ids(10), random_unit(10), "m", exact_max=100)
+    store.publish(ids(10), random_unit(10), no_days(10), "m", exact_max=100)
     assert live.get().version == "000001"
-    store.publish(ids(10), random_unit(10), "m", exact_max=100)
-    (store.versions / "000002" / "index.faiss").write_bytes(b"not an index")
+    store.publish(ids(10), random_unit(10), no_days(10), "m", exact_max=100)
+    (store.dir.versions / "000002" / "index.faiss").write_bytes(b"not an index")
     assert live.get().version == "000001"
     # A fresh process with only the corrupt version is not ready, and says why.
-    (store.versions / "000001" / "meta.json").write_text(json.dumps({"broken": True}))
+    (store.dir.versions / "000001" / "meta.json").write_text(json.dumps({"broken": True}))
     fresh = LiveIndex(store, check_seconds=0)
     with pytest.raises(IndexNotReady, match="000002 cannot be loaded"):
         fresh.get()
@@ -85,7 +92,7 @@ def test_a_corrupt_new_version_leaves_the_old_one_serving(tmp_path: Path) -> Non
 
 def test_requests_in_flight_never_fail_while_versions_are_published(tmp_path: Path) -> None:
     store = IndexStore(tmp_path)
-    store.publish(ids(200), random_unit(200), "m", exact_max=1000)
+    store.publish(ids(200), random_unit(200), no_days(200), "m", exact_max=1000)
     live = LiveIndex(store, check_seconds=0)
     failures: list[BaseException] = []
     done = threading.Event()
@@ -104,7 +111,8 @@ def test_requests_in_flight_never_fail_while_versions_are_published(tmp_path: Pa
     for thread in threads:
         thread.start()
     for i in range(8):
-        store.publish(ids(200 + i), random_unit(200 + i, seed=i), "m", exact_max=1000)
+        store.publish(ids(200 + i), random_unit(200 + i, seed=i), no_days(200 + i), "m",
+                      exact_max=1000)
     done.set()
     for thread in threads:
         thread.join()
@@ -113,6 +121,6 @@ def test_requests_in_flight_never_fail_while_versions_are_published(tmp_path: Pa
 
 
 def test_an_unknown_paper_is_not_found(tmp_path: Path) -> None:
-    index = IndexStore(tmp_path).publish(ids(3), random_unit(3), "m", exact_max=100)
+    index = IndexStore(tmp_path).publish(ids(3), random_unit(3), no_days(3), "m", exact_max=100)
     with pytest.raises(NotFound, match="rebuild-index"):
         index.row("nope")

@@ -1,0 +1,247 @@
+"""The ranking of one reading list: pure functions over arrays (no Redis, no clock, no files).
+
+``rank`` is the single place where content similarity, collaborative filtering, popularity,
+dislikes, served history, dates and diversity meet. The REST API, the email digests and the
+offline evaluation all call it; only where the likes come from differs.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .collaborative import CollaborativeModel
+from .content_space import build_content_space, expand_queries
+
+# Blend weights. Each adapts to the evidence: popularity matters most for a user with few
+# likes, collaborative filtering for users and papers with many (see ``rank``).
+POPULARITY_WEIGHT = 0.5
+POPULARITY_HALF_LIKES = 1.0  # likes at which the popularity weight is halved
+COLLABORATIVE_WEIGHT = 0.1
+USER_EVIDENCE_HALF = 3.0  # likes known to the CF model at which its user weight is one half
+ITEM_EVIDENCE_HALF = 2.0  # training likes of a paper at which its item weight is one half
+DISLIKE_WEIGHT = 1.0
+# Unrelated abstracts still have cosines of 0.1-0.2: only similarity above this floor counts as
+# "on a disliked topic".
+DISLIKE_FLOOR = 0.2
+COLD_START_DIVERSITY = 0.5  # a list for a user without likes spreads across the collection
+DENSITY_WEIGHT = 0.01  # breaks ties in favour of mainstream papers (dense neighbourhoods)
+SERVED_PENALTY = 0.15  # subtracted from papers already served (unless they are excluded)
+SCORE_ALL_BELOW = 20_000  # corpora up to this size score every paper; above, candidates
+MMR_POOL = 30  # diversity re-ranks at least this many best papers (and 3 x what is asked)
+
+Search = Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray]]
+
+
+@dataclass
+class RankingContext:
+    """Everything shared by the users of one index version and one CF model version."""
+
+    vectors: np.ndarray  # (n, d) retrieval vectors (content_space)
+    neighbours: np.ndarray  # (n, K) rows
+    neighbour_sims: np.ndarray  # (n, K)
+    like_counts: np.ndarray  # (n,) current likes per paper
+    item_ids: list[str]
+    collaborative: CollaborativeModel | None = None
+    dates: np.ndarray | None = None  # (n,) days since 1970-01-01, NaN when unknown
+    search: Search | None = None  # approximate top-k over ``vectors``, for large corpora
+    cf_rows: np.ndarray = field(init=False)  # CF item -> row here (-1: not in this index)
+    cf_item_evidence: np.ndarray = field(init=False)  # (n,) CF training likes per row
+    popularity: np.ndarray = field(init=False)  # (n,) log(1 + likes), scaled to [0, 1]
+    density: np.ndarray = field(init=False)  # (n,) mean similarity to the nearest papers
+
+    def with_like_counts(self, like_counts: np.ndarray) -> RankingContext:
+        """The same context with fresh like counts (cheap: nothing else is recomputed)."""
+        fresh = copy.copy(self)
+        fresh.like_counts = like_counts
+        fresh.popularity = _popularity(like_counts)
+        return fresh
+
+    def __post_init__(self) -> None:
+        n = len(self.item_ids)
+        self.popularity = _popularity(self.like_counts)
+        self.density = np.asarray(self.neighbour_sims[:, :10], dtype=np.float32).mean(axis=1)
+        self.cf_item_evidence = np.zeros(n, dtype=np.float32)
+        self.cf_rows = np.zeros(0, dtype=np.int64)
+        if self.collaborative is not None:
+            row_of = {pid: i for i, pid in enumerate(self.item_ids)}
+            self.cf_rows = np.asarray(
+                [row_of.get(pid, -1) for pid in self.collaborative.item_ids], dtype=np.int64)
+            known = self.cf_rows >= 0
+            self.cf_item_evidence[self.cf_rows[known]] = self.collaborative.item_likes[known]
+
+
+def build_context(
+    vectors: np.ndarray,
+    like_counts: np.ndarray,
+    collaborative: CollaborativeModel | None,
+    item_ids: list[str],
+    dates: np.ndarray | None = None,
+) -> RankingContext:
+    """A context straight from raw embeddings (what the evaluation uses; the service loads the
+    same content space from its published index version)."""
+    space = build_content_space(vectors)
+    return RankingContext(space.vectors, space.neighbours, space.neighbour_sims, like_counts,
+                          item_ids, collaborative, dates)
+
+
+@dataclass
+class Ranked:
+    """Rows best first, with the parts of each score (for reasons in words and as data)."""
+
+    rows: np.ndarray
+    scores: np.ndarray
+    content: np.ndarray  # similarity to the nearest liked paper (after query expansion)
+    nearest_like: np.ndarray  # row of that liked paper (-1 without likes)
+    collaborative: np.ndarray  # weighted collaborative contribution
+    popularity: np.ndarray  # weighted popularity contribution
+    personalized: bool
+
+
+def rank(
+    ctx: RankingContext,
+    liked: np.ndarray,
+    disliked: np.ndarray,
+    k: int,
+    *,
+    offset: int = 0,
+    diversity: float | None = None,
+    served: np.ndarray | None = None,
+    exclude_served: bool = False,
+    since_day: float | None = None,
+) -> Ranked:
+    liked = np.asarray(liked, dtype=np.int64)
+    disliked = np.asarray(disliked, dtype=np.int64)
+    served = np.zeros(0, np.int64) if served is None else np.asarray(served, dtype=np.int64)
+    want = offset + k
+    cf_all = _collaborative(ctx, liked)
+    candidates = _candidates(ctx, liked, cf_all, want)
+
+    vecs = ctx.vectors[candidates]
+    if len(liked):
+        queries = expand_queries(ctx.vectors, ctx.neighbours, ctx.neighbour_sims, liked)
+        sims = vecs @ queries.T
+        best = sims.argmax(axis=1)
+        # Half the nearest liked paper (each interest is served), half all of them (papers
+        # that fit the whole profile rise).
+        content = 0.5 * sims[np.arange(len(candidates)), best] + 0.5 * sims.mean(axis=1)
+        nearest = liked[best]
+    else:
+        content = np.zeros(len(candidates), np.float32)
+        nearest = np.full(len(candidates), -1)
+    popularity = ctx.popularity[candidates] * _popularity_weight(len(liked))
+    collaborative = cf_all[candidates]
+    penalty = np.zeros(len(candidates), np.float32)
+    if len(disliked):
+        dislike_sim = (vecs @ ctx.vectors[disliked].T).max(axis=1)
+        penalty = DISLIKE_WEIGHT * np.maximum(dislike_sim - DISLIKE_FLOOR, 0.0)
+    scores = content + popularity + collaborative - penalty
+    if not len(liked):
+        scores = scores + DENSITY_WEIGHT * ctx.density[candidates]
+        diversity = COLD_START_DIVERSITY if diversity is None else diversity
+
+    blocked = np.isin(candidates, np.concatenate([liked, disliked]))
+    if exclude_served:
+        blocked |= np.isin(candidates, served)
+    else:
+        scores = scores - SERVED_PENALTY * np.isin(candidates, served)
+    if since_day is not None and ctx.dates is not None:
+        blocked |= ~(ctx.dates[candidates] >= since_day)  # unknown dates fail too
+    scores = np.where(blocked, -np.inf, scores)
+
+    order = _top(scores, vecs, want, diversity or 0.0)[offset:want]
+    return Ranked(candidates[order], scores[order], content[order], nearest[order],
+                  collaborative[order], popularity[order], personalized=bool(len(liked)))
+
+
+def _candidates(
+    ctx: RankingContext, liked: np.ndarray, cf_all: np.ndarray, want: int
+) -> np.ndarray:
+    n = len(ctx.item_ids)
+    if n <= SCORE_ALL_BELOW or ctx.search is None:
+        return np.arange(n)
+    per_query = max(200, 4 * want)
+    pools = [np.argsort(-ctx.popularity)[:per_query]]
+    if len(liked):
+        queries = expand_queries(ctx.vectors, ctx.neighbours, ctx.neighbour_sims, liked)
+        rows, _ = ctx.search(queries, per_query)
+        pools.append(rows[rows >= 0])
+        if cf_all.any():
+            pools.append(np.argpartition(-cf_all, per_query)[:per_query])
+    return np.unique(np.concatenate(pools))
+
+
+def _collaborative(ctx: RankingContext, liked: np.ndarray) -> np.ndarray:
+    """Collaborative scores on the index rows, weighted by the evidence on both sides."""
+    n = len(ctx.item_ids)
+    model = ctx.collaborative
+    if model is None or not len(liked):
+        return np.zeros(n, np.float32)
+    liked_ids = [ctx.item_ids[r] for r in liked]
+    raw = model.scores_for(liked_ids)
+    known_likes = int(np.sum(ctx.cf_item_evidence[liked] > 0))
+    if not known_likes:
+        return np.zeros(n, np.float32)
+    # ALS predicts a preference in about [0, 1]: a scale that means the same on any dataset.
+    on_rows = np.zeros(n, np.float32)
+    mapped = ctx.cf_rows >= 0
+    on_rows[ctx.cf_rows[mapped]] = np.clip(raw[mapped], 0.0, 1.0)
+    user_weight = known_likes / (known_likes + USER_EVIDENCE_HALF)
+    item_weight = ctx.cf_item_evidence / (ctx.cf_item_evidence + ITEM_EVIDENCE_HALF)
+    return (COLLABORATIVE_WEIGHT * user_weight * item_weight * on_rows).astype(np.float32)
+
+
+def _top(scores: np.ndarray, vectors: np.ndarray, want: int, diversity: float) -> np.ndarray:
+    finite = int(np.isfinite(scores).sum())
+    want = min(want, finite)
+    if want <= 0:
+        return np.zeros(0, np.int64)
+    pool_size = min(finite, max(MMR_POOL, 3 * want) if diversity > 0 else want)
+    pool = np.argpartition(-scores, pool_size - 1)[:pool_size]
+    pool = pool[np.argsort(-scores[pool], kind="stable")]
+    if diversity <= 0:
+        return pool[:want]
+    return pool[mmr(vectors[pool], scores[pool], want, diversity)]
+
+
+def _popularity_weight(likes: int) -> float:
+    """All of the ranking for a user without likes; fading as their own likes speak."""
+    if not likes:
+        return 1.0
+    return POPULARITY_WEIGHT * POPULARITY_HALF_LIKES / (POPULARITY_HALF_LIKES + likes)
+
+
+def _popularity(like_counts: np.ndarray) -> np.ndarray:
+    logs = np.log1p(np.asarray(like_counts, dtype=np.float32))
+    top = float(logs.max()) if len(logs) else 0.0
+    return logs / top if top > 0 else logs
+
+
+def mmr(vectors: np.ndarray, relevance: np.ndarray, k: int, diversity: float) -> np.ndarray:
+    """Maximal marginal relevance: positions of k items, trading relevance for novelty.
+
+    Each next pick maximises ``(1 - diversity) * relevance - diversity * similarity`` to the
+    closest item already picked: 0 keeps the relevance order, 1 picks the item least like
+    those already picked. Callers pass a pool of relevant items only.
+    """
+    n = len(relevance)
+    k = min(k, n)
+    if k == 0:
+        return np.zeros(0, dtype=np.int64)
+    if diversity <= 0:
+        return np.argsort(-relevance, kind="stable")[:k]
+    chosen = [int(np.argmax(relevance))]
+    closest = vectors @ vectors[chosen[0]]
+    available = np.ones(n, dtype=bool)
+    available[chosen[0]] = False
+    for _ in range(k - 1):
+        value = (1 - diversity) * relevance - diversity * closest
+        value[~available] = -np.inf
+        pick = int(np.argmax(value))
+        chosen.append(pick)
+        available[pick] = False
+        closest = np.maximum(closest, vectors @ vectors[pick])
+    return np.asarray(chosen, dtype=np.int64)

@@ -1,0 +1,112 @@
+"""Reading-list controls and the live collaborative model, over the REST API."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from flask.testing import FlaskClient
+
+from recommender import jobs
+from recommender.config import Settings
+from service import create_app
+from tests.test_api import like, paper_ids_about
+
+pytestmark = pytest.mark.model
+
+
+@pytest.fixture
+def client(sample_settings: Settings) -> Iterator[FlaskClient]:
+    yield create_app(sample_settings).test_client()
+
+
+def reading_list(client: FlaskClient, user: str, query: str = "") -> dict:  # type: ignore[type-arg]
+    response = client.get(f"/v1/users/{user}/recommendations?{query}")
+    assert response.status_code == 200, response.json
+    return response.json  # type: ignore[no-any-return]
+
+
+def ids(body: dict) -> list[str]:  # type: ignore[type-arg]
+    return [item["paper_id"] for item in body["items"]]
+
+
+def test_exclude_served_never_repeats_a_paper(
+    client: FlaskClient, sample_settings: Settings
+) -> None:
+    fed = paper_ids_about(sample_settings, "federated")
+    like(client, "ada", fed[0])
+    first = ids(reading_list(client, "ada", "k=5"))
+    second = ids(reading_list(client, "ada", "k=5&exclude_served=true"))
+    assert len(second) == 5 and not set(first) & set(second)
+
+
+def test_offset_pages_through_the_list(client: FlaskClient, sample_settings: Settings) -> None:
+    fed = paper_ids_about(sample_settings, "federated")
+    like(client, "ada", fed[0])
+    whole = ids(reading_list(client, "ada", "k=10&exclude_served=false"))
+    # The first call marked those ten as served; page through a fresh user's list instead.
+    like(client, "bob", fed[0])
+    page = ids(reading_list(client, "bob", "k=5&offset=5"))
+    assert page == whole[5:10]
+
+
+def test_since_keeps_only_dated_papers(client: FlaskClient) -> None:
+    # The sample corpus has no dates, so nothing is newer than any date.
+    assert reading_list(client, "ada", "since=2020-01-01")["items"] == []
+
+
+@pytest.mark.parametrize(("query", "words"), [
+    ("diversity=2", "diversity must be between 0 and 1"),
+    ("diversity=lots", "diversity must be a number"),
+    ("offset=-1", "offset must be between 0 and 1000"),
+    ("since=yesterday", "since must be a date like 2026-01-31"),
+    ("exclude_served=maybe", "exclude_served must be true or false"),
+])
+def test_bad_controls_are_400_and_say_why(client: FlaskClient, query: str, words: str) -> None:
+    response = client.get(f"/v1/users/ada/recommendations?{query}")
+    assert response.status_code == 400 and words in response.json["error"]["message"]
+
+
+def test_every_item_says_why_in_words_and_as_data(
+    client: FlaskClient, sample_settings: Settings
+) -> None:
+    fed = paper_ids_about(sample_settings, "federated")
+    like(client, "ada", fed[0])
+    item = reading_list(client, "ada", "k=1")["items"][0]
+    assert item["reason"].startswith("similar to '")
+    assert item["reasons"][0] == {"kind": "similar_to_liked", "paper_id": fed[0],
+                                  "similarity": pytest.approx(item["reasons"][0]["similarity"])}
+    assert item["because"] == [fed[0]]
+
+
+def test_the_trained_model_is_served_live_and_new_likes_count_at_once(
+    client: FlaskClient, sample_settings: Settings
+) -> None:
+    fed = paper_ids_about(sample_settings, "federated")
+    like(client, "ada", fed[0])
+    like(client, "ada", fed[1])
+    ranked = [(i["paper_id"], i["score"]) for i in reading_list(client, "ada", "k=36")["items"]
+              if i["paper_id"] not in fed]
+    # Content alone puts the decoy just above the bridge (the closest neighbours in the list).
+    gap, pos = min((ranked[j][1] - ranked[j + 1][1], j) for j in range(3, len(ranked) - 1))
+    decoy, bridge = ranked[pos][0], ranked[pos + 1][0]
+    # Equally popular: twenty readers save the bridge with ada's two papers, twenty the decoy.
+    for n in range(20):
+        for paper in (fed[0], fed[1], bridge):
+            like(client, f"fan{n}", paper)
+        like(client, f"other{n}", decoy)
+    untrained = ids(reading_list(client, "ada", "k=36"))
+    assert untrained.index(decoy) < untrained.index(bridge)
+
+    print(jobs.train_collaborative(sample_settings, progress=False))
+    body = reading_list(client, "ada", "k=36")
+    assert body["model_version"] == "000001"
+    assert ids(body).index(bridge) < ids(body).index(decoy)
+    item = next(i for i in body["items"] if i["paper_id"] == bridge)
+    assert "readers with similar taste saved it" in item["reason"]
+    assert any(r["kind"] == "similar_readers" for r in item["reasons"])
+    # A like given after training changes the list at once, with no retraining.
+    before = ids(reading_list(client, "ada", "k=5"))
+    like(client, "ada", before[0])
+    after = ids(reading_list(client, "ada", "k=5"))
+    assert before[0] not in after and after != before

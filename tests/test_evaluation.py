@@ -1,0 +1,226 @@
+"""The offline evaluation: exact metrics on hand-computed cases, the baselines, the command."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from recommender.baselines import METHOD_NAMES, TfidfSvm, TopRows, make_method
+from recommender.config import Settings
+from recommender.evaluation import (
+    Dataset,
+    load_dataset,
+    paper_vectors,
+    run_evaluation,
+    top_rows,
+    user_metrics,
+)
+from service.cli import main
+
+NDCG_ONE_HIT_OF_TWO = 1 / (1 + 1 / math.log2(3))  # a hit at rank 1, two test papers
+
+
+def write_dataset(
+    tmp_path: Path, papers: list[tuple[str, str]], train: list[str], test: list[str]
+) -> tuple[Path, Path, Path]:
+    """papers.jsonl (id, title; plus a field evaluation ignores), train.tsv, test.tsv."""
+    paths = tmp_path / "papers.jsonl", tmp_path / "train.tsv", tmp_path / "test.tsv"
+    paths[0].write_text("".join(
+        json.dumps({"id": pid, "title": title, "journal": "ignored"}) + "\n"
+        for pid, title in papers))
+    paths[1].write_text("".join(f"{line}\n" for line in train))
+    paths[2].write_text("".join(f"{line}\n" for line in test))
+    return paths
+
+
+def popularity_case(tmp_path: Path) -> Dataset:
+    """30 papers; training likes p00 x3, p01 x2, p02 x1, p03 x1; answers worked out below."""
+    papers = [(f"p{i:02d}", f"Paper number {i}") for i in range(30)]
+    train = ["u1\tp00", "u1\tp01", "u2\tp00", "u2\tp02", "u3\tp00", "u3\tp01", "u4\tp03",
+             "u4\tp99", "a line without a tab"]
+    test = ["u1\tp02", "u1\tp29", "u1\tp00", "u2\tp01", "u4\tp00", "u5\tp00", "u5\tp28"]
+    return load_dataset(*write_dataset(tmp_path, papers, train, test), on_problem=lambda _: None)
+
+
+def test_metrics_of_a_hand_computed_ranking() -> None:
+    scores = -np.arange(400, dtype=np.float64)  # row 0 scores best
+    liked = np.array([0, 2])
+    ranked = top_rows(scores, liked)
+    assert ranked[:4].tolist() == [1, 3, 4, 5] and len(ranked) == 300
+    # test rows 1, 3, 25, 350 land at ranks 1, 2, 24 and 349 once the likes are removed
+    metrics = user_metrics(ranked, np.array([1, 3, 25, 350]))
+    ideal = 1 + 1 / math.log2(3) + 1 / 2 + 1 / math.log2(5)
+    expected = [2 / 4, 3 / 4, 3 / 4, 3 / 4, (1 + 1 / math.log2(3)) / ideal]
+    assert metrics.tolist() == pytest.approx(expected)
+
+
+def test_training_papers_are_never_ranked_even_when_a_method_returns_them() -> None:
+    assert top_rows(TopRows(np.array([7, 1, 8, 2])), np.array([1, 2])).tolist() == [7, 8]
+    assert top_rows(np.full(5, -np.inf), np.array([0, 1])).tolist() == [2, 3, 4]
+
+
+def test_popular_on_a_hand_computed_dataset(tmp_path: Path) -> None:
+    data = popularity_case(tmp_path)
+    summary = data.summary()
+    assert summary["users"] == 5 and summary["users_with_test"] == 4  # u3 has no test papers
+    assert summary["train_likes"] == 7 and summary["skipped_interactions"] == 2
+    assert summary["test_in_train"] == 1  # u1's p00 is a training paper: never a hit
+
+    report = run_evaluation(data, ["popular"], seed=0, settings=Settings(), progress=False)
+    popular = report["methods"]["popular"]
+    # u1 ranks p02 first and p29 28th; u2 and u4 rank their one test paper first;
+    # u5 (absent from train) ranks p00 first and p28 29th.
+    assert popular["users"] == 4
+    assert popular["recall@20"] == pytest.approx((0.5 + 1 + 1 + 0.5) / 4)
+    assert [popular[f"recall@{m}"] for m in (50, 100, 300)] == [1.0, 1.0, 1.0]
+    assert popular["ndcg@20"] == pytest.approx((2 * NDCG_ONE_HIT_OF_TWO + 2) / 4)
+
+
+def test_popular_ranks_the_most_liked_paper_first(tmp_path: Path) -> None:
+    data = popularity_case(tmp_path)
+    popular = make_method("popular", seed=0)
+    popular.fit(data, None)
+    nothing = np.zeros(0, np.int64)
+    assert [data.paper_ids[r] for r in top_rows(popular.scores(nothing), nothing)[:2]] == [
+        "p00", "p01"]
+
+
+def test_problems_are_reported_and_skipped(tmp_path: Path) -> None:
+    problems: list[str] = []
+    paths = write_dataset(tmp_path, [("a", "A paper"), ("a", "Same id"), ("", "")],
+                          ["u\ta", "u\tmissing"], ["u\ta"])
+    data = load_dataset(*paths, on_problem=problems.append)
+    assert data.paper_ids == ["a"] and data.rejected_papers == 2
+    assert any("duplicate paper id 'a'" in p for p in problems)
+    assert f"{paths[1]}:2: unknown paper 'missing'; skipped" in problems
+
+
+def test_csv_papers_work_too(tmp_path: Path) -> None:
+    papers = tmp_path / "papers.csv"
+    papers.write_text('id,title,abstract\nx1,"Graph nets","On graphs."\nx2,Attention,""\n')
+    _, train, test = write_dataset(tmp_path, [], ["u\tx1"], ["u\tx2"])
+    data = load_dataset(papers, train, test)
+    assert data.paper_ids == ["x1", "x2"] and data.papers[0].text == "Graph nets\nOn graphs."
+
+
+TOPICS = [
+    ("q1", "Quantum entanglement of photon pairs in optical lattices"),
+    ("q2", "Entanglement witnesses for photon pairs and quantum teleportation"),
+    ("q3", "Teleportation of quantum entanglement between distant photon sources"),
+    ("b1", "Protein folding kinetics measured by fluorescence spectroscopy"),
+    ("b2", "Gene regulatory networks in yeast cell cycle"),
+    ("b3", "Metabolic pathways of Escherichia coli under stress"),
+    ("g1", "Graph neural networks for molecule property prediction"),
+    ("g2", "Citation networks and the growth of scientific fields"),
+    ("e1", "Economic inequality and household savings in developing countries"),
+]
+
+
+def test_tfidf_svm_ranks_a_paper_sharing_distinctive_words_first(tmp_path: Path) -> None:
+    data = load_dataset(*write_dataset(tmp_path, TOPICS, ["u\tq1", "u\tq2"], ["u\tq3"]))
+    svm = make_method("tfidf-svm", seed=0)
+    svm.fit(data, None)
+    liked = data.train[0]
+    assert data.paper_ids[top_rows(svm.scores(liked), liked)[0]] == "q3"
+    report = run_evaluation(data, ["tfidf-svm"], seed=0, settings=Settings(), progress=False)
+    assert report["methods"]["tfidf-svm"]["recall@20"] == 1.0
+    assert report["methods"]["tfidf-svm"]["ndcg@20"] == 1.0
+
+
+def test_tfidf_svm_samples_its_negatives_from_the_seed(tmp_path: Path) -> None:
+    data = load_dataset(*write_dataset(tmp_path, TOPICS, ["u\tq1"], ["u\tq3"]))
+
+    def scores(seed: int) -> np.ndarray:
+        svm = TfidfSvm(seed, negatives=3)  # 3 of the 8 other papers
+        svm.fit(data, None)
+        return svm.scores(data.train[0])
+
+    assert np.array_equal(scores(0), scores(0))
+    assert not np.array_equal(scores(0), scores(1))
+
+
+def co_liked_case(tmp_path: Path) -> Dataset:
+    """Readers of q1 also read g2 (a paper sharing no words with it); t liked q1, saved g2."""
+    train = [f"r{i}\t{pid}" for i in range(6) for pid in ("q1", "g2")]
+    train += [f"s{i}\t{pid}" for i in range(6) for pid in ("b1", "b2", "e1")] + ["t\tq1"]
+    return load_dataset(*write_dataset(tmp_path, TOPICS, train, ["t\tg2"]))
+
+
+def test_cf_recommends_what_readers_of_the_same_papers_saved(tmp_path: Path) -> None:
+    data = co_liked_case(tmp_path)
+    report = run_evaluation(data, ["cf"], seed=0, settings=Settings(), progress=False)
+    assert report["methods"]["cf"]["ndcg@20"] == 1.0
+
+
+def test_the_command_writes_json_of_the_documented_shape(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    papers, train, test = write_dataset(tmp_path, TOPICS, ["u\tq1", "u\tq2", "v\tb1"],
+                                        ["u\tq3", "v\tb2", "w\tg1"])
+    out = tmp_path / "results" / "out.json"
+    code = main(["evaluate", "--papers", str(papers), "--train", str(train), "--test", str(test),
+                 "--methods", "popular,tfidf-svm", "--json", str(out), "--quiet"])
+    stdout = capsys.readouterr().out
+    assert code == 0 and "tfidf-svm" in stdout and "recall@300" in stdout
+    report = json.loads(out.read_text())
+    assert set(report) == {"methods", "dataset", "seed"} and report["seed"] == 0
+    assert list(report["methods"]) == ["popular", "tfidf-svm"]
+    for result in report["methods"].values():
+        assert set(result) == {"recall@20", "recall@50", "recall@100", "recall@300", "ndcg@20",
+                               "users", "seconds"}
+        assert result["users"] == 3 and result["seconds"] >= 0
+    assert {"papers": 9, "users": 3, "train_likes": 3, "test_likes": 3}.items() <= (
+        report["dataset"].items())
+
+
+def test_the_command_rejects_an_unknown_method(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    papers, train, test = write_dataset(tmp_path, TOPICS, ["u\tq1"], ["u\tq3"])
+    with pytest.raises(SystemExit) as exit_:
+        main(["evaluate", "--papers", str(papers), "--train", str(train), "--test", str(test),
+              "--methods", "popular,magic", "--json", str(tmp_path / "out.json")])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "unknown method 'magic'" in err
+    assert all(name in err for name in METHOD_NAMES)
+    assert not (tmp_path / "out.json").exists()
+
+
+@pytest.mark.model
+def test_content_finds_the_topic_and_a_second_run_embeds_nothing(tmp_path: Path) -> None:
+    data = load_dataset(*write_dataset(tmp_path, TOPICS, ["u\tq1", "v\tb1"], ["u\tq2", "v\tb3"]))
+    settings = Settings(data_dir=tmp_path / "var")
+    first = run_evaluation(data, ["content", "content-max"], 0, settings, progress=False)
+    assert first["dataset"]["newly_embedded"] == len(TOPICS)
+    for name in ("content", "content-max"):  # q2 and b3 come first, of 8 candidates
+        assert first["methods"][name]["ndcg@20"] == pytest.approx(1.0)
+    second = run_evaluation(data, ["content"], 0, settings, progress=False)
+    assert second["dataset"]["newly_embedded"] == 0
+    assert second["methods"]["content"]["ndcg@20"] == first["methods"]["content"]["ndcg@20"]
+
+
+@pytest.mark.model
+def test_hybrid_ranks_through_the_production_ranking(tmp_path: Path) -> None:
+    data = co_liked_case(tmp_path)
+    settings = Settings(data_dir=tmp_path / "var")
+    hybrid = make_method("hybrid", seed=0)
+    hybrid.fit(data, paper_vectors(data.papers, settings, progress=False)[0])
+    liked = data.train[data.users.index("t")]
+    ranked = top_rows(hybrid.scores(liked), liked)
+    assert sorted(data.paper_ids[r] for r in ranked) == sorted(
+        pid for pid, _ in TOPICS if pid != "q1")
+    report = run_evaluation(data, ["hybrid"], seed=0, settings=settings, progress=False)
+    assert report["methods"]["hybrid"]["users"] == 1
+    assert report["methods"]["hybrid"]["recall@300"] == 1.0
+
+
+def test_the_command_explains_the_protocol(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["evaluate", "--help"])
+    out = capsys.readouterr().out
+    assert exit_.value.code == 0 and "Recall@M" in out and "nDCG@20" in out
+    assert all(f"\n  {name}" in out for name in METHOD_NAMES)

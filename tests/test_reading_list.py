@@ -1,0 +1,104 @@
+"""The ranking core on synthetic vectors with known answers (no Redis, no files)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from recommender.reading_list import RankingContext, build_context, mmr, rank
+
+DIM = 32
+
+
+def cluster(rng: np.random.Generator, centre: np.ndarray, n: int, spread: float) -> np.ndarray:
+    points = centre + spread * rng.normal(size=(n, DIM)) / np.sqrt(DIM)
+    return points / np.linalg.norm(points, axis=1, keepdims=True)
+
+
+def two_topics(tight_a: float = 0.2, loose_b: float = 0.6, noise: int = 60) -> RankingContext:
+    """Rows 0-19: topic A (tight), rows 20-39: topic B (looser), then unrelated papers."""
+    rng = np.random.default_rng(7)
+    axes = np.eye(DIM)
+    vectors = np.vstack([
+        cluster(rng, axes[0], 20, tight_a),
+        cluster(rng, axes[1], 20, loose_b),
+        cluster(rng, np.zeros(DIM), noise, np.sqrt(DIM)),
+    ]).astype(np.float32)
+    n = len(vectors)
+    return build_context(vectors, np.zeros(n), None, [f"p{i}" for i in range(n)])
+
+
+def rows(ranked_rows: np.ndarray) -> list[int]:
+    return [int(r) for r in ranked_rows]
+
+
+def test_papers_on_the_liked_topic_come_first_and_rated_papers_never() -> None:
+    ctx = two_topics()
+    top = rows(rank(ctx, np.array([0, 1]), np.array([50]), 100).rows)
+    assert all(r < 20 for r in top[:18])
+    assert not {0, 1, 50} & set(top)
+
+
+def test_a_disliked_topic_sinks_below_the_liked_one() -> None:
+    ctx = two_topics(tight_a=0.4, loose_b=0.4)
+    liked = np.array([0, 20])  # one paper of each topic
+    before = rows(rank(ctx, liked, np.array([], int), 20).rows)
+    assert {r < 20 for r in before[:10]} == {True, False}  # both topics near the top
+    after = rows(rank(ctx, liked, np.array([21, 22]), 100).rows)  # two dislikes in topic B
+    b_positions = [i for i, r in enumerate(after) if 20 <= r < 40]
+    a_positions = [i for i, r in enumerate(after) if r < 20]
+    assert max(a_positions) < min(b_positions)
+
+
+def test_diversity_spreads_the_top_ten_across_two_interests() -> None:
+    ctx = two_topics(tight_a=0.6, loose_b=0.6)
+    liked = np.array([0, 1, 2, 20])  # mostly topic A, some topic B
+    focused = rows(rank(ctx, liked, np.array([], int), 10, diversity=0.0).rows)
+    spread = rows(rank(ctx, liked, np.array([], int), 10, diversity=1.0).rows)
+    assert sum(20 <= r < 40 for r in focused) == 0  # the main topic crowds out the other
+    assert sum(r < 20 for r in spread) >= 3 and sum(20 <= r < 40 for r in spread) >= 3
+
+
+def test_served_papers_are_pushed_down_or_excluded() -> None:
+    ctx = two_topics()
+    liked = np.array([0])
+    first = rows(rank(ctx, liked, np.array([], int), 5).rows)
+    pushed = rows(rank(ctx, liked, np.array([], int), 5, served=np.array(first[:2])).rows)
+    assert pushed[:3] == first[2:5]
+    excluded = rank(ctx, liked, np.array([], int), 200, served=np.array(first),
+                    exclude_served=True)
+    assert not set(first) & set(rows(excluded.rows))
+    assert len(excluded.rows) == len(ctx.item_ids) - 1 - len(first)
+
+
+def test_offset_pages_through_the_same_ranking() -> None:
+    ctx = two_topics()
+    whole = rows(rank(ctx, np.array([0, 20]), np.array([], int), 10).rows)
+    second = rows(rank(ctx, np.array([0, 20]), np.array([], int), 5, offset=5).rows)
+    assert second == whole[5:10]
+
+
+def test_since_keeps_only_papers_with_a_date_on_or_after_it() -> None:
+    ctx = two_topics()
+    days = np.full(len(ctx.item_ids), np.nan)
+    days[:10] = 20_000.0
+    days[10:20] = 19_000.0
+    dated = RankingContext(ctx.vectors, ctx.neighbours, ctx.neighbour_sims, ctx.like_counts,
+                           ctx.item_ids, dates=days)
+    got = rows(rank(dated, np.array([0]), np.array([], int), 50, since_day=19_500.0).rows)
+    assert sorted(got) == list(range(1, 10))
+
+
+def test_a_user_without_likes_gets_popular_papers_first_then_a_spread() -> None:
+    ctx = two_topics()
+    counts = np.zeros(len(ctx.item_ids))
+    counts[[30, 5]] = [9, 3]
+    ranked = rank(ctx.with_like_counts(counts), np.array([], int), np.array([], int), 6)
+    assert not ranked.personalized
+    top = rows(ranked.rows)
+    assert top[:2] == [30, 5]
+    assert {r < 20 for r in top} == {True, False}
+
+
+def test_mmr_without_diversity_keeps_relevance_order() -> None:
+    vectors = np.eye(3, dtype=np.float32)
+    assert mmr(vectors, np.array([0.9, 0.8, 0.1]), 3, diversity=0.0).tolist() == [0, 1, 2]
