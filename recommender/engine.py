@@ -24,7 +24,7 @@ from .feedback import Feedback, FeedbackStore, Signal
 from .identifiers import validate_paper_id, validate_user_id
 from .index import IndexStore, LiveIndex, PaperIndex
 from .papers import EPOCH, Paper
-from .reading_list import Ranked, RankingContext, rank
+from .reading_list import COLLABORATIVE_WEIGHT, Ranked, RankingContext, rank
 from .redis_keys import RedisKeys
 from .redis_server import connect
 from .versions import LiveVersion, VersionedDir
@@ -32,7 +32,8 @@ from .versions import LiveVersion, VersionedDir
 MAX_K = 200
 MAX_OFFSET = 1000
 LIKE_COUNTS_SECONDS = 5.0  # how stale the popularity counts may be
-CF_REASON_MIN = 0.01  # collaborative contribution worth telling the user about
+# Collaborative contribution worth telling the user about: a tenth of the most it can add.
+CF_REASON_MIN = 0.1 * COLLABORATIVE_WEIGHT
 
 
 @dataclass

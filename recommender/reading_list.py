@@ -18,11 +18,10 @@ from .content_space import build_content_space, expand_queries
 
 # Blend weights. Each adapts to the evidence: popularity matters most for a user with few
 # likes, collaborative filtering for users and papers with many (see ``rank``).
-POPULARITY_WEIGHT = 0.5
-POPULARITY_HALF_LIKES = 1.0  # likes at which the popularity weight is halved
-COLLABORATIVE_WEIGHT = 0.1
+POPULARITY_WEIGHT = 0.3  # for a user with one like; it falls with the square of their likes
+COLLABORATIVE_WEIGHT = 0.05
 USER_EVIDENCE_HALF = 3.0  # likes known to the CF model at which its user weight is one half
-ITEM_EVIDENCE_HALF = 2.0  # training likes of a paper at which its item weight is one half
+ITEM_EVIDENCE_HALF = 30.0  # co-likes of a paper at which its item weight is one half
 DISLIKE_WEIGHT = 1.0
 # Unrelated abstracts still have cosines of 0.1-0.2: only similarity above this floor counts as
 # "on a disliked topic".
@@ -208,10 +207,10 @@ def _top(scores: np.ndarray, vectors: np.ndarray, want: int, diversity: float) -
 
 
 def _popularity_weight(likes: int) -> float:
-    """All of the ranking for a user without likes; fading as their own likes speak."""
+    """All of the ranking for a user without likes; fading fast as their own likes speak."""
     if not likes:
         return 1.0
-    return POPULARITY_WEIGHT * POPULARITY_HALF_LIKES / (POPULARITY_HALF_LIKES + likes)
+    return POPULARITY_WEIGHT / likes**2
 
 
 def _popularity(like_counts: np.ndarray) -> np.ndarray:

@@ -10,7 +10,7 @@ import pytest
 import scipy.sparse as sp
 from implicit.cpu.als import AlternatingLeastSquares
 
-from recommender.collaborative import CollaborativeModel
+from recommender.collaborative import DEFAULT_FACTORS, CollaborativeModel
 from recommender.errors import NotFound
 
 A_ITEMS = [f"A{i}" for i in range(10)]
@@ -28,8 +28,8 @@ def two_taste_groups(users_per_group: int = 40, seed: int = 0) -> dict[str, list
 
 
 def fit(likes: dict[str, list[str]], seed: int = 0) -> CollaborativeModel:
-    """Few factors and strong regularization suit 80 users x 20 items (defaults overfit here)."""
-    return CollaborativeModel.fit(likes, factors=4, regularization=10.0, seed=seed)
+    """The shipped defaults: they must find the known answer on small data too."""
+    return CollaborativeModel.fit(likes, seed=seed)
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +111,7 @@ def test_save_and_load_round_trip_without_pickle(model: CollaborativeModel, tmp_
     for liked in (["A0", "A1"], ["B7"], []):
         assert np.allclose(loaded.scores_for(liked), model.scores_for(liked))
     meta = json.loads((folder / "meta.json").read_text())
-    assert meta["n_users"] == 80 and meta["n_items"] == 20 and meta["factors"] == 4
+    assert meta["n_users"] == 80 and meta["n_items"] == 20 and meta["factors"] == DEFAULT_FACTORS
     for key in ("regularization", "alpha", "iterations", "seed", "n_likes", "trained_at"):
         assert key in meta
 
@@ -139,3 +139,10 @@ def test_similar_to_an_unknown_item_is_not_found(model: CollaborativeModel) -> N
 def test_fit_without_any_like_is_refused() -> None:
     with pytest.raises(ValueError, match="at least one like"):
         CollaborativeModel.fit({"lonely": []})
+
+
+def test_a_lone_like_is_no_evidence_for_collaborative_filtering() -> None:
+    likes = {"solo": ["X"], "pair1": ["X", "Y"], "pair2": ["Y", "Z"]}
+    model = CollaborativeModel.fit(likes, seed=0)
+    evidence = dict(zip(model.item_ids, model.item_likes.tolist(), strict=True))
+    assert evidence == {"X": 1, "Y": 2, "Z": 1}
