@@ -134,13 +134,6 @@ class FeedbackStore:
         with _redis_errors():
             return cast(list[str], self._redis.zrange(self._keys.served(user_id), 0, -1))
 
-    def popular(self, n: int) -> list[tuple[str, int]]:
-        """The n most-liked papers with their like counts."""
-        with _redis_errors():
-            rows = cast(list[tuple[str, float]],
-                        self._redis.zrevrange(self._keys.like_counts, 0, n - 1, withscores=True))
-        return [(paper_id, int(score)) for paper_id, score in rows]
-
     def users(self) -> Iterator[str]:
         with _redis_errors():
             yield from self._redis.sscan_iter(self._keys.users, count=1000)

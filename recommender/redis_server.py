@@ -49,13 +49,3 @@ def _embedded(redis_dir: Path) -> redis.Redis:
     log.info("embedded redis at %s (socket %s)", redis_dir, client.socket_file)
     return client
 
-
-def describe(settings: Settings) -> str:
-    """Where feedback lives, for log lines and error messages (no password)."""
-    if not settings.redis_url:
-        return f"embedded redis in {settings.redis_dir}"
-    url = settings.redis_url
-    if "@" in url:
-        scheme, rest = url.split("://", 1)
-        url = f"{scheme}://***@{rest.split('@', 1)[1]}"
-    return url

@@ -43,10 +43,10 @@ def test_like_counts_follow_every_change(store: FeedbackStore) -> None:
     store.set("bob", "p1", "like", at=2.0)
     store.set("bob", "p2", "like", at=3.0)
     store.set("ada", "p1", "like", at=4.0)  # same signal again: still one like from ada
-    assert store.popular(10) == [("p1", 2), ("p2", 1)]
+    assert store.like_counts() == {"p1": 2, "p2": 1}
     store.set("bob", "p1", "dislike", at=5.0)
     store.remove("bob", "p2")
-    assert store.popular(10) == [("p1", 1)]
+    assert store.like_counts() == {"p1": 1}
     assert sorted(store.users()) == ["ada", "bob"]
 
 
@@ -63,3 +63,17 @@ def test_an_unreachable_redis_is_reported_as_unavailable(namespace: str) -> None
         store.get("ada")
     with pytest.raises(StoreUnavailable):
         store.set("ada", "p1", "like", at=1.0)
+
+
+def test_served_papers_are_remembered_newest_last(store: FeedbackStore) -> None:
+    store.record_served("ada", ["p1", "p2"], at=10.0)
+    store.record_served("ada", ["p3", "p1"], at=20.0)
+    assert store.served("ada") == ["p2", "p1", "p3"]  # by time served, ties by id
+    assert store.served("bob") == []
+
+
+def test_likes_by_user_is_the_training_data(store: FeedbackStore) -> None:
+    store.set("ada", "p1", "like", at=1.0)
+    store.set("ada", "p2", "dislike", at=2.0)
+    store.set("bob", "p2", "like", at=3.0)
+    assert store.likes_by_user() == {"ada": ["p1"], "bob": ["p2"]}
