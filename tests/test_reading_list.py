@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from recommender.collaborative import CollaborativeModel
 from recommender.reading_list import RankingContext, build_context, mmr, rank
 
 DIM = 32
@@ -102,3 +103,27 @@ def test_a_user_without_likes_gets_popular_papers_first_then_a_spread() -> None:
 def test_mmr_without_diversity_keeps_relevance_order() -> None:
     vectors = np.eye(3, dtype=np.float32)
     assert mmr(vectors, np.array([0.9, 0.8, 0.1]), 3, diversity=0.0).tolist() == [0, 1, 2]
+
+
+def test_a_withheld_co_liked_paper_surfaces_through_collaborative_filtering() -> None:
+    # Thirty readers like most of A0..A9, thirty most of B0..B9; content says nothing (every
+    # paper has the same embedding). A user who liked A0..A4 should get A5..A9 first.
+    n = 40
+    item_ids = [f"B{i}" for i in range(20)] + [f"A{i}" for i in range(20)]
+    likes = {f"a{u}": [f"A{i}" for i in range(10) if (i + u) % 7 != 0] for u in range(30)}
+    likes |= {f"b{u}": [f"B{i}" for i in range(10) if (i + u) % 7 != 0] for u in range(30)}
+    vectors = np.ones((n, 8), dtype=np.float32) / np.sqrt(8)
+    liked = np.arange(20, 25)  # A0..A4
+    withheld = {item_ids.index(f"A{i}") for i in range(5, 10)}
+
+    def positions(model: CollaborativeModel | None) -> tuple[list[int], np.ndarray]:
+        ctx = build_context(vectors, np.zeros(n), model, item_ids)
+        ranked = rank(ctx, liked, np.array([], int), n)
+        order = [int(r) for r in ranked.rows]
+        return sorted(order.index(r) for r in withheld), ranked.collaborative[
+            [order.index(r) for r in sorted(withheld)]]
+
+    with_cf, lift = positions(CollaborativeModel.fit(likes, seed=0))
+    without_cf, _ = positions(None)
+    assert with_cf == [0, 1, 2, 3, 4] and (lift > 0).all()
+    assert without_cf[0] >= 5  # ties in content alone put B papers first
