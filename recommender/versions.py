@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import BinaryIO, Generic, TypeVar
 
 log = logging.getLogger(__name__)
 KEEP_VERSIONS = 3
@@ -56,7 +56,7 @@ class VersionedDir:
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
-        _write_atomically(self.root / "CURRENT", version)
+        write_atomically(self.root / "CURRENT", lambda handle: handle.write(version.encode()))
         self._prune(keep=version)
         return version
 
@@ -117,10 +117,15 @@ def _fsync(path: Path) -> None:
         os.fsync(handle.fileno())
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+def write_atomically(path: Path, write: Callable[[BinaryIO], object]) -> None:
+    """Writes through a temporary file in the same folder, then renames it over ``path``."""
+    descriptor, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
