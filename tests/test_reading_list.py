@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from recommender import reading_list
 from recommender.collaborative import CollaborativeModel
 from recommender.reading_list import RankingContext, build_context, mmr, rank
 
@@ -127,3 +129,24 @@ def test_a_withheld_co_liked_paper_surfaces_through_collaborative_filtering() ->
     without_cf, _ = positions(None)
     assert with_cf == [0, 1, 2, 3, 4] and (lift > 0).all()
     assert without_cf[0] >= 5  # ties in content alone put B papers first
+
+
+def test_candidates_from_each_liked_paper_match_scoring_every_paper(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ctx = two_topics(tight_a=0.6, loose_b=0.9, noise=400)
+    liked = np.array([0, 1, 20])  # two interests
+    everything = rows(rank(ctx, liked, np.array([], int), 10).rows)
+    spread = rows(rank(ctx, liked, np.array([], int), 10, diversity=1.0).rows)
+
+    def exact_search(queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        scores = queries @ ctx.vectors.T
+        top = np.argsort(-scores, axis=1)[:, :k]
+        return top, np.take_along_axis(scores, top, axis=1)
+
+    monkeypatch.setattr(reading_list, "SCORE_ALL_BELOW", 100)
+    large = RankingContext(ctx.vectors, ctx.neighbours, ctx.neighbour_sims, ctx.like_counts,
+                           ctx.item_ids, search=exact_search)
+    assert rows(rank(large, liked, np.array([], int), 10).rows) == everything
+    assert rows(rank(large, liked, np.array([], int), 10, diversity=1.0).rows) == spread
+    assert {r < 20 for r in spread} == {True, False}  # both interests are served
