@@ -82,8 +82,10 @@ class Recommender:
         self.collaborative = collaborative
         self.feedback = feedback
         self.embedder = embedder
+        # (index version, model version) -> context without like counts; then the context
+        # with like counts, and when those were read from Redis.
         self._contexts: dict[tuple[str, str | None], RankingContext] = {}
-        self._like_counts: tuple[float, dict[str, int]] = (-float("inf"), {})
+        self._counted: tuple[tuple[str, str | None], float, RankingContext] | None = None
         self._lock = threading.Lock()
 
     @classmethod
@@ -180,22 +182,22 @@ class Recommender:
         model = self.collaborative.get()
         key = (index.version, self.collaborative.version)
         with self._lock:
+            if self._counted and self._counted[0] == key and (
+                    now - self._counted[1] < LIKE_COUNTS_SECONDS):
+                return self._counted[2]
             ctx = self._contexts.get(key)
             if ctx is None:
-                counts = np.zeros(len(index), np.float32)
                 ctx = RankingContext(index.vectors, index.space.neighbours,
-                                     index.space.neighbour_sims, counts, index.ids, model,
-                                     np.asarray(index.days), index.search)
+                                     index.space.neighbour_sims, np.zeros(len(index), np.float32),
+                                     index.ids, model, np.asarray(index.days), index.search)
                 self._contexts = {key: ctx}  # older versions are no longer needed
-            fetched_at, counts_by_id = self._like_counts
-            if now - fetched_at >= LIKE_COUNTS_SECONDS:
-                counts_by_id = self.feedback.like_counts()
-                self._like_counts = (now, counts_by_id)
-        counts = np.zeros(len(index), np.float32)
-        for paper_id, count in counts_by_id.items():
-            if index.has(paper_id):
-                counts[index.row(paper_id)] = count
-        return ctx.with_like_counts(counts)
+            counts = np.zeros(len(index), np.float32)
+            for paper_id, count in self.feedback.like_counts().items():
+                if index.has(paper_id):
+                    counts[index.row(paper_id)] = count
+            counted = ctx.with_like_counts(counts)
+            self._counted = (key, now, counted)
+            return counted
 
     def _explained(self, index: PaperIndex, ctx: RankingContext,
                    ranked: Ranked) -> list[Recommendation]:
