@@ -42,6 +42,17 @@ class CorpusStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+        self._migrate()
+
+    def _migrate(self) -> None:
+        """Bring a corpus written by an older paperrec up to the current schema."""
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(papers)")}
+        if "day" not in columns:  # added with `since` filtering: backfill from the records
+            with self._db:
+                self._db.execute("ALTER TABLE papers ADD COLUMN day REAL")
+                rows = self._db.execute("SELECT id, record FROM papers").fetchall()
+                self._db.executemany("UPDATE papers SET day = ? WHERE id = ?", [
+                    (_day(Paper.from_dict(json.loads(record))), pid) for pid, record in rows])
 
     def close(self) -> None:
         self._db.close()

@@ -140,6 +140,8 @@ def embed_into_cache(
     chunk: int = 512,
 ) -> None:
     """Embed each text and store it under its content hash, with a progress bar."""
+    if not texts_by_hash:
+        return
     # Similar lengths in one batch waste less padding.
     order = sorted(texts_by_hash, key=lambda h: len(texts_by_hash[h]))
     with tqdm(total=len(order), desc="embedding", unit="paper", disable=not progress) as bar:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -122,3 +124,18 @@ def test_every_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:
 def test_the_sample_corpus_ships_inside_the_package() -> None:
     assert [p.name for p in jobs.sample_files()] == [
         "icml2026-papers-part1.txt", "icml2026-papers-part2.txt"]
+
+
+def test_a_corpus_from_before_publication_days_is_migrated(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data_dir.mkdir(parents=True)
+    old = sqlite3.connect(data_dir / "corpus.sqlite")
+    old.execute("CREATE TABLE papers (id TEXT PRIMARY KEY, content_hash TEXT NOT NULL,"
+                " record TEXT NOT NULL, added_at REAL NOT NULL, updated_at REAL NOT NULL)")
+    record = {"id": "x1", "title": "Old paper", "abstract": "Text.", "date": "2024-03-01"}
+    old.execute("INSERT INTO papers VALUES ('x1', 'h', ?, 0, 0)", (json.dumps(record),))
+    old.commit()
+    old.close()
+    rows = list(CorpusStore(data_dir / "corpus.sqlite").index_rows())
+    assert rows == [("x1", "h", float((dt.date(2024, 3, 1) - dt.date(1970, 1, 1)).days))]
