@@ -40,6 +40,10 @@ class Settings:
     embed_batch_size: int = 64
     index_check_seconds: float = 2.0
     exact_index_max: int = 50_000
+    secret_key: str = ""  # empty: a random key kept in data_dir/secret.key
+    public_url: str = "http://127.0.0.1:8000"  # where users reach the service (email links)
+    smtp_url: str = ""  # smtp://user:pass@host:587 (STARTTLS) or smtps://host:465
+    mail_from: str = "paperrec <paperrec@localhost>"
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -51,6 +55,10 @@ class Settings:
             embed_batch_size=_env_int("PAPERREC_EMBED_BATCH_SIZE", 64),
             index_check_seconds=_env_float("PAPERREC_INDEX_CHECK_SECONDS", 2.0),
             exact_index_max=_env_int("PAPERREC_EXACT_INDEX_MAX", 50_000),
+            secret_key=os.environ.get("PAPERREC_SECRET_KEY", ""),
+            public_url=(os.environ.get("PAPERREC_PUBLIC_URL") or "http://127.0.0.1:8000").rstrip("/"),
+            smtp_url=os.environ.get("SMTP_URL", ""),
+            mail_from=os.environ.get("PAPERREC_MAIL_FROM") or "paperrec <paperrec@localhost>",
         )
         return replace(settings, **overrides)  # type: ignore[arg-type]
 

@@ -23,10 +23,12 @@ from .errors import InvalidInput, NotFound
 from .feedback import Feedback, FeedbackStore, Signal
 from .identifiers import validate_paper_id, validate_user_id
 from .index import IndexStore, LiveIndex, PaperIndex
+from .links import LinkClaim, LinkSigner, load_secret
 from .papers import EPOCH, Paper
 from .reading_list import COLLABORATIVE_WEIGHT, Ranked, RankingContext, rank
 from .redis_keys import RedisKeys
 from .redis_server import connect
+from .subscriptions import Subscription, SubscriptionStore, validate_subscription
 from .versions import LiveVersion, VersionedDir
 
 MAX_K = 200
@@ -76,12 +78,15 @@ def check_k(k: int) -> int:
 class Recommender:
     def __init__(self, corpus: CorpusStore, index: LiveIndex,
                  collaborative: LiveVersion[CollaborativeModel], feedback: FeedbackStore,
-                 embedder: Embedder) -> None:
+                 embedder: Embedder, subscriptions: SubscriptionStore,
+                 links: LinkSigner) -> None:
         self.corpus = corpus
         self.index = index
         self.collaborative = collaborative
         self.feedback = feedback
         self.embedder = embedder
+        self.subscriptions = subscriptions
+        self.links = links
         # (index version, model version) -> context without like counts; then the context
         # with like counts, and when those were read from Redis.
         self._contexts: dict[tuple[str, str | None], RankingContext] = {}
@@ -91,14 +96,18 @@ class Recommender:
     @classmethod
     def from_settings(cls, settings: Settings) -> Recommender:
         models = VersionedDir(settings.collaborative_dir)
+        client = connect(settings)
+        keys = RedisKeys(settings.redis_namespace)
         return cls(
             CorpusStore(settings.corpus_path),
             LiveIndex(IndexStore(settings.index_dir), settings.index_check_seconds),
             LiveVersion(models, lambda v: CollaborativeModel.load(models.path(v)),
                         "collaborative model", "no model trained yet: run `paperrec train`",
                         settings.index_check_seconds),
-            FeedbackStore(connect(settings), RedisKeys(settings.redis_namespace)),
+            FeedbackStore(client, keys),
             shared_embedder(settings.model, settings.embed_batch_size),
+            SubscriptionStore(client, keys),
+            LinkSigner(load_secret(settings.secret_key, settings.data_dir)),
         )
 
     # --- papers -------------------------------------------------------------------------
@@ -143,6 +152,35 @@ class Recommender:
 
     def user_feedback(self, user_id: str) -> list[Feedback]:
         return self.feedback.get(validate_user_id(user_id))
+
+    # --- digest subscriptions and one-click links ----------------------------------------
+    def subscribe(self, user_id: str, body: dict[str, Any], now: float) -> Subscription:
+        validate_user_id(user_id)
+        email, frequency, max_items = validate_subscription(body)
+        return self.subscriptions.set(user_id, email, frequency, max_items, now)
+
+    def subscription(self, user_id: str) -> Subscription:
+        found = self.subscriptions.get(validate_user_id(user_id))
+        if found is None:
+            raise NotFound(f"user {user_id!r} has no digest subscription; create one with PUT")
+        return found
+
+    def unsubscribe(self, user_id: str) -> None:
+        if not self.subscriptions.delete(validate_user_id(user_id)):
+            raise NotFound(f"user {user_id!r} has no digest subscription")
+
+    def follow_link(self, token: str, now: float) -> tuple[LinkClaim, str]:
+        """Carry out what a signed email link says; returns it and a sentence for the page."""
+        claim = self.links.verify(token, now)
+        if claim.action == "unsubscribe":
+            self.subscriptions.delete(claim.user_id)
+            return claim, "You are unsubscribed: no more paperrec digests will be sent to you."
+        assert claim.paper_id is not None
+        title = self.paper(claim.paper_id).title
+        self.feedback.set(claim.user_id, claim.paper_id, claim.action, now)
+        if claim.action == "like":
+            return claim, f"Recorded: more like \u201c{title}\u201d in your next reading lists."
+        return claim, f"Recorded: not interested in \u201c{title}\u201d; papers like it will sink."
 
     # --- reading lists ------------------------------------------------------------------
     def recommend(

@@ -45,7 +45,7 @@ if old then return old else return false end
 
 
 @contextmanager
-def _redis_errors() -> Iterator[None]:
+def redis_errors() -> Iterator[None]:
     try:
         yield
     except (redis.ConnectionError, redis.TimeoutError) as exc:
@@ -83,19 +83,19 @@ class FeedbackStore:
     def set(self, user_id: str, paper_id: str, signal: Signal, at: float) -> bool:
         """Record a signal; True when it replaced an earlier one on the same paper."""
         value = f"{parse_signal(signal)}:{at:.3f}"
-        with _redis_errors():
+        with redis_errors():
             old = self._set_signal(keys=self._script_keys(user_id), args=[user_id, paper_id, value])
         return old is not None
 
     def remove(self, user_id: str, paper_id: str) -> bool:
         """Forget the signal on a paper; False when there was none."""
-        with _redis_errors():
+        with redis_errors():
             old = self._set_signal(keys=self._script_keys(user_id), args=[user_id, paper_id, ""])
         return old is not None
 
     def get(self, user_id: str) -> list[Feedback]:
         """The user's signals, oldest first."""
-        with _redis_errors():
+        with redis_errors():
             raw = cast(dict[str, str], self._redis.hgetall(self._keys.feedback(user_id)))
         items = []
         for paper_id, value in raw.items():
@@ -105,7 +105,7 @@ class FeedbackStore:
 
     def like_counts(self) -> dict[str, int]:
         """Every liked paper with its number of likes."""
-        with _redis_errors():
+        with redis_errors():
             rows = cast(list[tuple[str, float]],
                         self._redis.zrange(self._keys.like_counts, 0, -1, withscores=True))
         return {paper_id: int(score) for paper_id, score in rows}
@@ -124,22 +124,22 @@ class FeedbackStore:
         if not paper_ids:
             return
         key = self._keys.served(user_id)
-        with _redis_errors():
+        with redis_errors():
             pipe = self._redis.pipeline(transaction=True)
             pipe.zadd(key, {pid: at for pid in paper_ids})
             pipe.zremrangebyrank(key, 0, -SERVED_HISTORY - 1)  # keep the newest only
             pipe.execute()
 
     def served(self, user_id: str) -> list[str]:
-        with _redis_errors():
+        with redis_errors():
             return cast(list[str], self._redis.zrange(self._keys.served(user_id), 0, -1))
 
     def users(self) -> Iterator[str]:
-        with _redis_errors():
+        with redis_errors():
             yield from self._redis.sscan_iter(self._keys.users, count=1000)
 
     def ping(self) -> None:
-        with _redis_errors():
+        with redis_errors():
             self._redis.ping()
 
     def _script_keys(self, user_id: str) -> list[str]:

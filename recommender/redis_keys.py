@@ -21,6 +21,24 @@ class RedisKeys:
         """Sorted set: paper id -> unix time it was last served to the user (API or digest)."""
         return f"{self.namespace}:user:{user_id}:served"
 
+    def subscription(self, user_id: str) -> str:
+        """Hash: email, frequency, max_items, created_at of the user's digest subscription."""
+        return f"{self.namespace}:user:{user_id}:subscription"
+
+    def digests(self, user_id: str) -> str:
+        """Hash: digest period (e.g. 2026-11-30 or 2026-W49) -> "<unix time> <message id>"."""
+        return f"{self.namespace}:user:{user_id}:digests"
+
+    @property
+    def subscribers(self) -> str:
+        """Set: every user id with a subscription."""
+        return f"{self.namespace}:subscribers"
+
+    @property
+    def digest_lock(self) -> str:
+        """String with expiry: held by the one digest job running."""
+        return f"{self.namespace}:digest-lock"
+
     @property
     def users(self) -> str:
         """Set: every user id that has given feedback."""

@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
+from markupsafe import escape
 
 from recommender.errors import InvalidInput, PaperrecError
 from recommender.feedback import parse_signal
@@ -144,3 +145,43 @@ def recommendations(user_id: str) -> Response:
         exclude_served=bool_arg("exclude_served"),
     )
     return jsonify(reading_list.to_dict())
+
+
+@api.put("/v1/users/<user_id>/subscription")
+def put_subscription(user_id: str) -> Response:
+    body = json_object({"email", "frequency", "max_items"})
+    return jsonify(engine().subscribe(user_id, body, time.time()).to_dict())
+
+
+@api.get("/v1/users/<user_id>/subscription")
+def get_subscription(user_id: str) -> Response:
+    return jsonify(engine().subscription(user_id).to_dict())
+
+
+@api.delete("/v1/users/<user_id>/subscription")
+def delete_subscription(user_id: str) -> tuple[str, int]:
+    engine().unsubscribe(user_id)
+    return "", 204
+
+
+@api.route("/v1/links/<token>", methods=["GET", "POST"])
+def follow_link(token: str) -> tuple[str, int, dict[str, str]]:
+    """The one-click links of the digest emails (and RFC 8058 one-click unsubscribe POSTs)."""
+    try:
+        _claim, message = engine().follow_link(token, time.time())
+    except PaperrecError as exc:
+        return _page("Nothing was recorded", exc.message, exc.status)
+    return _page("Done", message, 200)
+
+
+def _page(heading: str, message: str, status: int) -> tuple[str, int, dict[str, str]]:
+    html = (
+        "<!doctype html><html lang=en><meta charset=utf-8>"
+        "<meta name=viewport content='width=device-width,initial-scale=1'>"
+        f"<title>paperrec: {escape(heading)}</title>"
+        "<body style='font-family:system-ui,sans-serif;max-width:36rem;margin:3rem auto;"
+        "padding:0 1rem;color:#1f2933'>"
+        f"<h1 style='font-size:1.4rem'>{escape(heading)}</h1><p>{escape(message)}</p>"
+        "<p style='color:#616e7c'>paperrec</p></body></html>"
+    )
+    return html, status, {"Content-Type": "text/html; charset=utf-8"}
