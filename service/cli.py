@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import logging
 import os
 import sys
+import time
 from pathlib import Path
 
 from recommender import evaluation, jobs
@@ -74,6 +76,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     train.add_argument("--quiet", action="store_true", help="no progress bar")
     train.set_defaults(run=_train)
+
+    digest = sub.add_parser(
+        "digest", help="email each due subscriber their reading list",
+        description="Find every subscriber who is due (daily or weekly, one digest per period), "
+        "build their reading list with the service's engine (only papers never sent to them "
+        "before) and send it through SMTP_URL. Safe to run again after a crash, and from cron.",
+    )
+    digest.add_argument("--dry-run", type=Path, metavar="DIR",
+                        help="write .eml files into DIR; send and record nothing")
+    digest.add_argument("--user", metavar="USER_ID", help="only this subscriber")
+    digest.add_argument("--now", type=_iso_time, metavar="ISO-TIME",
+                        help="pretend it is this time (UTC unless an offset is given)")
+    digest.add_argument("--quiet", action="store_true", help="no progress bar")
+    digest.set_defaults(run=_digest)
 
     _add_evaluate(sub)
 
@@ -173,6 +189,27 @@ def _evaluate(args: argparse.Namespace, settings: Settings) -> int:
 def _train(args: argparse.Namespace, settings: Settings) -> int:
     print(f"train: {jobs.train_collaborative(settings, progress=not args.quiet)}")
     return 0
+
+
+def _iso_time(value: str) -> float:
+    try:
+        moment = dt.datetime.fromisoformat(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not an ISO time like 2026-11-30T07:00: {value!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    return moment.timestamp()
+
+
+def _digest(args: argparse.Namespace, settings: Settings) -> int:
+    from recommender.digest import send_digests
+
+    now = args.now if args.now is not None else time.time()
+    summary = send_digests(settings, now, dry_run_dir=args.dry_run, only_user=args.user,
+                           progress=not args.quiet)
+    print(f"digest: {summary}")
+    return 1 if summary.failed else 0
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:

@@ -1,0 +1,185 @@
+"""The digest job: every due subscriber gets one email per period with their new papers.
+
+Each subscriber is due once per period (a day, or an ISO week) and not sooner than most of a
+period after their last digest. The reading list comes from the same engine as the API, with
+every paper already served to the user left out. A digest is recorded in Redis right after
+the SMTP server accepts it, so a job that crashed half-way and runs again sends only the
+rest; its Message-ID is fixed per user and period, so even the one message that could go
+out twice (a crash between the server's acceptance and the record) is recognisably the same.
+A lock in Redis keeps a second job from sending at the same time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import hashlib
+import logging
+import smtplib
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from email.message import EmailMessage
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from tqdm import tqdm
+
+from .config import Settings
+from .digest_email import DigestContent, DigestItem, render_digest
+from .engine import Recommender
+from .errors import InvalidInput, PaperrecError
+from .links import Action
+from .subscriptions import Frequency, Subscription
+
+log = logging.getLogger(__name__)
+MIN_GAP_SECONDS = {"daily": 20 * 3600, "weekly": 6 * 86400}
+LOCK_SECONDS = 30 * 60
+
+
+@dataclass
+class DigestSummary:
+    due: int = 0
+    sent: int = 0
+    failed: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+
+    def __str__(self) -> str:
+        skipped = ", ".join(f"{n} {why}" for why, n in sorted(self.skipped.items())) or "none"
+        return (f"due {self.due}, sent {self.sent}, failed {self.failed}, "
+                f"skipped {sum(self.skipped.values())} ({skipped})")
+
+
+def _monday(now: float) -> dt.date:
+    day = dt.datetime.fromtimestamp(now, dt.UTC).date()
+    return day - dt.timedelta(days=day.weekday())
+
+
+def period_of(frequency: Frequency, now: float) -> str:
+    day = dt.datetime.fromtimestamp(now, dt.UTC).date()
+    if frequency == "daily":
+        return day.isoformat()
+    year, week, _ = day.isocalendar()
+    return f"{year}-W{week:02d}"
+
+
+class Mailer:
+    """Sends through SMTP_URL (smtp:// with STARTTLS when offered, or smtps://), or writes .eml
+    files into a directory for --dry-run."""
+
+    def __init__(self, smtp_url: str, dry_run_dir: Path | None) -> None:
+        self.dry_run_dir = dry_run_dir
+        self.smtp_url = smtp_url
+        self._smtp: smtplib.SMTP | None = None
+        if dry_run_dir is None and not smtp_url:
+            raise InvalidInput("set SMTP_URL (e.g. smtp://user:pass@mail.example.org:587) or "
+                               "pass --dry-run DIR to write the emails as .eml files")
+        if dry_run_dir is not None:
+            dry_run_dir.mkdir(parents=True, exist_ok=True)
+
+    def send(self, message: EmailMessage, name: str) -> None:
+        if self.dry_run_dir is not None:
+            (self.dry_run_dir / f"{name}.eml").write_bytes(message.as_bytes())
+            return
+        if self._smtp is None:
+            self._smtp = self._connect()
+        self._smtp.send_message(message)
+
+    def close(self) -> None:
+        if self._smtp is not None:
+            with contextlib.suppress(smtplib.SMTPException):
+                self._smtp.quit()
+            self._smtp = None
+
+    def _connect(self) -> smtplib.SMTP:
+        url = urlsplit(self.smtp_url)
+        if url.scheme not in ("smtp", "smtps") or not url.hostname:
+            raise InvalidInput(f"SMTP_URL must look like smtp://user:pass@host:587 or "
+                               f"smtps://host:465, got {url.scheme}://{url.hostname}")
+        if url.scheme == "smtps":
+            smtp: smtplib.SMTP = smtplib.SMTP_SSL(url.hostname, url.port or 465, timeout=30)
+        else:
+            smtp = smtplib.SMTP(url.hostname, url.port or 587, timeout=30)
+            smtp.ehlo()
+            if smtp.has_extn("starttls"):
+                smtp.starttls()
+                smtp.ehlo()
+        if url.username:
+            smtp.login(unquote(url.username), unquote(url.password or ""))
+        return smtp
+
+
+def send_digests(settings: Settings, now: float, dry_run_dir: Path | None = None,
+                 only_user: str | None = None, progress: bool = True) -> DigestSummary:
+    engine = Recommender.from_settings(settings)
+    store = engine.subscriptions
+    mailer = Mailer(settings.smtp_url, dry_run_dir)
+    owner = uuid.uuid4().hex
+    if dry_run_dir is None and not store.acquire_lock(owner, LOCK_SECONDS):
+        raise PaperrecError("another digest job is running (its lock in Redis expires within "
+                            f"{LOCK_SECONDS // 60} minutes); nothing was sent")
+    summary = DigestSummary()
+    try:
+        users = [only_user] if only_user else list(store.subscribers())
+        for user_id in tqdm(users, desc="digests", unit="user", disable=not progress):
+            subscription = store.get(user_id)
+            if subscription is None:
+                summary.skipped["not subscribed"] += 1
+                continue
+            _send_one(engine, mailer, settings, subscription, now, dry_run_dir is not None,
+                      summary)
+    finally:
+        mailer.close()
+        if dry_run_dir is None:
+            store.release_lock(owner)
+    return summary
+
+
+def _send_one(engine: Recommender, mailer: Mailer, settings: Settings, sub: Subscription,
+              now: float, dry_run: bool, summary: DigestSummary) -> None:
+    store = engine.subscriptions
+    period = period_of(sub.frequency, now)
+    if store.digest_sent(sub.user_id, period):
+        summary.skipped["already sent this period"] += 1
+        return
+    last = store.last_digest_at(sub.user_id)
+    if last is not None and now - last < MIN_GAP_SECONDS[sub.frequency]:
+        summary.skipped["sent too recently"] += 1
+        return
+    summary.due += 1
+    reading = engine.recommend(sub.user_id, sub.max_items, now=now, exclude_served=True,
+                               record=False)
+    if not reading.items:
+        summary.skipped["nothing new"] += 1
+        return
+    papers = engine.corpus.get_many([item.paper_id for item in reading.items])
+
+    def link(action: Action, paper_id: str | None) -> str:
+        token = engine.links.sign(sub.user_id, action, paper_id, now)
+        return f"{settings.public_url}/v1/links/{token}"
+
+    items = [DigestItem(item.paper_id, item.title,
+                        papers[item.paper_id].url if item.paper_id in papers else None,
+                        papers[item.paper_id].abstract if item.paper_id in papers else "",
+                        item.reason, link("like", item.paper_id), link("dislike", item.paper_id))
+             for item in reading.items]
+    unsubscribe = link("unsubscribe", None)
+    label = period if sub.frequency == "daily" else f"week of {_monday(now).isoformat()}"
+    content = DigestContent(sub.user_id, items, unsubscribe, sub.frequency,
+                            reading.personalized, label)
+    # Fixed per user and period (user ids may hold "@", so they are hashed).
+    user_hash = hashlib.sha256(sub.user_id.encode()).hexdigest()[:16]
+    message_id = f"<digest.{user_hash}.{period}@paperrec>"
+    message = render_digest(content, settings.mail_from, sub.email, message_id, unsubscribe)
+    try:
+        mailer.send(message, f"{sub.user_id}-{period}")
+    except (smtplib.SMTPException, OSError) as exc:
+        summary.failed += 1
+        log.error("digest for %s to %s failed: %s", sub.user_id, sub.email, exc)
+        if not isinstance(exc, smtplib.SMTPRecipientsRefused):
+            mailer.close()  # the connection may be broken; the next send reconnects
+        return
+    summary.sent += 1
+    if not dry_run:
+        store.record_digest(sub.user_id, period, now, message_id)
+        engine.feedback.record_served(sub.user_id, [item.paper_id for item in items], now)

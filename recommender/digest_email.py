@@ -1,0 +1,136 @@
+"""Digest emails: a reading list rendered as one multipart/alternative email message.
+
+The plain-text and HTML bodies come from the Jinja2 templates ``templates/digest.txt`` and
+``templates/digest.html`` (HTML autoescaped: titles, reasons and abstracts may hold ``<`` and
+``&``). The message carries one-click unsubscribe headers (RFC 2369 and RFC 8058); sending
+it, signing it (DKIM must cover both List-Unsubscribe headers) and serving the links are the
+caller's job.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import email.policy
+import email.utils
+import functools
+import re
+from dataclasses import dataclass
+from email.message import EmailMessage
+
+import jinja2
+
+EXCERPT_CHARS = 300
+HOW_OFTEN = {"daily": "every day", "weekly": "every week"}
+
+# Header lines may be as long as RFC 5322 allows, so a long unsubscribe URL is never folded
+# into RFC 2047 encoded words that mail clients would not read as a URL. The bodies keep the
+# default policy: quoted-printable lines of at most 76 characters.
+_HEADER_POLICY = email.policy.default.clone(max_line_length=998)
+_WEB_URL = re.compile(r"https?://[^\s\"'<>]+", re.IGNORECASE)
+_TRAILING_PUNCTUATION = ",;:-–—([{'\""
+
+
+@dataclass(frozen=True)
+class DigestItem:
+    paper_id: str
+    title: str
+    url: str | None  # the paper's own link; only http(s) links are shown
+    abstract: str  # display text; the email shows about its first EXCERPT_CHARS characters
+    reason: str  # e.g. "similar to 'X' that you liked"
+    more_like_this_url: str  # one-click link that records a like
+    not_interested_url: str  # one-click link that records a dislike
+
+
+@dataclass(frozen=True)
+class DigestContent:
+    user_id: str
+    items: list[DigestItem]
+    unsubscribe_url: str  # the visible "Unsubscribe" link in both bodies
+    frequency: str  # "daily" | "weekly"
+    personalized: bool  # false: tell the reader the list will improve as they react
+    period_label: str  # e.g. "week of 2026-11-30" or "2026-11-30"
+
+
+def render_digest(content: DigestContent, sender: str, recipient: str, message_id: str,
+                  unsubscribe_post_url: str) -> EmailMessage:
+    """The digest as a multipart/alternative message (text/plain, then text/html).
+
+    ``message_id`` is used as given, angle brackets included (``email.utils.make_msgid``);
+    ``unsubscribe_post_url`` goes into List-Unsubscribe and must accept the RFC 8058
+    one-click POST. Raises ValueError for a digest without items or an unknown frequency.
+    """
+    if not content.items:
+        raise ValueError("a digest needs at least one item")
+    if content.frequency not in HOW_OFTEN:
+        raise ValueError(f"frequency must be one of {sorted(HOW_OFTEN)}, "
+                         f"got {content.frequency!r}")
+    count = len(content.items)
+    count_text = f"{count} paper{'' if count == 1 else 's'}"
+    period = _period_phrase(content.period_label)
+    context = {
+        "content": content,
+        "count_text": count_text,
+        "period": period,
+        "how_often": HOW_OFTEN[content.frequency],
+        "recipient_address": email.utils.parseaddr(recipient)[1] or recipient,
+    }
+    env = _environment()
+    msg = EmailMessage(policy=_HEADER_POLICY)
+    msg["From"] = sender
+    msg["To"] = recipient
+    msg["Subject"] = f"Your paperrec reading list: {count_text} for {period}"
+    msg["Date"] = email.utils.format_datetime(dt.datetime.now(dt.UTC))
+    msg["Message-ID"] = message_id
+    msg["List-Unsubscribe"] = f"<{unsubscribe_post_url}>"
+    msg["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
+    msg.make_alternative()
+    msg.attach(_body(env.get_template("digest.txt").render(context), "plain"))
+    msg.attach(_body(env.get_template("digest.html").render(context), "html"))
+    return msg
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """The start of ``text``, at most ``limit`` characters, cut at a word, with "…" if cut."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    if text[limit - 1] != " " and " " in cut:  # do not end in the middle of a word
+        cut = cut.rsplit(" ", 1)[0]
+    return cut.rstrip().rstrip(_TRAILING_PUNCTUATION).rstrip() + "…"
+
+
+def _period_phrase(label: str) -> str:
+    """ "week of 2026-11-30" reads "the week of 2026-11-30"; a bare date stays as it is."""
+    return f"the {label}" if label.startswith("week") else label
+
+
+def _first_upper(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _is_web_url(value: object) -> bool:
+    return isinstance(value, str) and _WEB_URL.fullmatch(value) is not None
+
+
+def _body(text: str, subtype: str) -> EmailMessage:
+    part = EmailMessage(policy=email.policy.default)
+    part.set_content(text, subtype=subtype, cte="quoted-printable")
+    return part
+
+
+@functools.cache
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("recommender", "templates"),
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html",),
+                                            default_for_string=False, default=False),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters["excerpt"] = excerpt
+    env.filters["first_upper"] = _first_upper
+    env.tests["web_url"] = _is_web_url
+    return env

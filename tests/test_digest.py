@@ -1,0 +1,192 @@
+"""The digest job against a real SMTP server (aiosmtpd) and a real Redis."""
+
+from __future__ import annotations
+
+import dataclasses
+import email
+import email.policy
+import re
+from collections.abc import Iterator
+from email.message import EmailMessage
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import SMTP, Envelope, Session
+
+from recommender import digest
+from recommender.config import Settings
+from recommender.errors import PaperrecError
+from service import create_app
+from tests.conftest import free_port
+from tests.test_api import like, paper_ids_about
+
+pytestmark = pytest.mark.model
+NOW = 1_796_000_000.0  # 2026-11-29, a Sunday
+DAY = 86_400.0
+
+
+class Inbox:
+    def __init__(self) -> None:
+        self.messages: list[EmailMessage] = []
+
+    async def handle_RCPT(self, server: SMTP, session: Session, envelope: Envelope,  # noqa: N802
+                          address: str, options: list[str]) -> str:
+        if address.startswith("refuse"):
+            return "550 5.1.1 no such mailbox"
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
+    async def handle_DATA(self, server: SMTP, session: Session,  # noqa: N802
+                          envelope: Envelope) -> str:
+        raw = envelope.content if isinstance(envelope.content, bytes) else b""
+        self.messages.append(email.message_from_bytes(
+            raw, policy=email.policy.default))  # type: ignore[arg-type]
+        return "250 Message accepted"
+
+    def to(self, address: str) -> list[EmailMessage]:
+        return [m for m in self.messages if m["To"] == address]
+
+
+@pytest.fixture
+def inbox() -> Iterator[Inbox]:
+    handler = Inbox()
+    controller = Controller(handler, hostname="127.0.0.1", port=free_port())
+    controller.start()
+    handler.port = controller.port  # type: ignore[attr-defined]
+    yield handler
+    controller.stop()
+
+
+@pytest.fixture
+def mail_settings(sample_settings: Settings, inbox: Inbox) -> Settings:
+    return dataclasses.replace(sample_settings, smtp_url=f"smtp://127.0.0.1:{inbox.port}",  # type: ignore[attr-defined]
+                               public_url="http://paperrec.test")
+
+
+def subscribe(client: Any, user: str, address: str, **extra: Any) -> None:
+    response = client.put(f"/v1/users/{user}/subscription", json={"email": address, **extra})
+    assert response.status_code == 200, response.json
+
+
+def links(message: EmailMessage) -> dict[str, list[str]]:
+    text = message.get_body(("plain",)).get_content()  # type: ignore[union-attr]
+    found: dict[str, list[str]] = {}
+    for label, url in re.findall(r"(More like this|Not interested|Unsubscribe)[^\n]*?(http\S+)",
+                                 text):
+        found.setdefault(label, []).append(url.replace("http://paperrec.test", ""))
+    return found
+
+
+def test_a_digest_arrives_with_both_parts_and_working_links(
+    mail_settings: Settings, inbox: Inbox
+) -> None:
+    client = create_app(mail_settings).test_client()
+    fed = paper_ids_about(mail_settings, "federated")
+    like(client, "ada", fed[0])
+    subscribe(client, "ada", "ada@example.org", frequency="daily", max_items=5)
+
+    summary = digest.send_digests(mail_settings, NOW, progress=False)
+    assert (summary.due, summary.sent, summary.failed) == (1, 1, 0)
+    [message] = inbox.to("ada@example.org")
+    assert message.get_content_type() == "multipart/alternative"
+    html = message.get_body(("html",)).get_content()  # type: ignore[union-attr]
+    assert "More like this" in html and "Not interested" in html
+    assert message["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+    assert re.fullmatch(r"<http://paperrec\.test/v1/links/[\w.-]+>", message["List-Unsubscribe"])
+    found = links(message)
+    assert len(found["More like this"]) == len(found["Not interested"]) == 5
+
+    assert client.get(found["More like this"][0]).status_code == 200
+    assert client.get(found["Not interested"][1]).status_code == 200
+    signals = {i["signal"] for i in client.get("/v1/users/ada/feedback").json["items"]}
+    assert signals == {"like", "dislike"} and len(client.get(
+        "/v1/users/ada/feedback").json["items"]) == 3
+    one_click = message["List-Unsubscribe"].strip("<>").replace("http://paperrec.test", "")
+    assert client.post(one_click, data={"List-Unsubscribe": "One-Click"}).status_code == 200
+    assert client.get("/v1/users/ada/subscription").status_code == 404
+
+
+def test_a_second_run_in_the_same_period_sends_nothing(
+    mail_settings: Settings, inbox: Inbox
+) -> None:
+    client = create_app(mail_settings).test_client()
+    subscribe(client, "ada", "ada@example.org", frequency="weekly")
+    assert digest.send_digests(mail_settings, NOW, progress=False).sent == 1
+    again = digest.send_digests(mail_settings, NOW + 3600, progress=False)
+    assert again.sent == 0 and again.skipped["already sent this period"] == 1
+    next_week = digest.send_digests(mail_settings, NOW + 7 * DAY, progress=False)
+    assert next_week.sent == 1
+    first, second = inbox.to("ada@example.org")
+    ids = lambda m: set(re.findall(r"pl-[0-9a-f]{16}", m.get_body(("plain",)).get_content()))  # noqa: E731
+    assert not ids(first) & ids(second)  # never the same paper twice
+
+
+def test_a_refused_address_does_not_stop_the_others(
+    mail_settings: Settings, inbox: Inbox
+) -> None:
+    client = create_app(mail_settings).test_client()
+    subscribe(client, "bob", "refuse-bob@example.org")
+    subscribe(client, "carol", "carol@example.org")
+    summary = digest.send_digests(mail_settings, NOW, progress=False)
+    assert (summary.due, summary.sent, summary.failed) == (2, 1, 1)
+    assert len(inbox.to("carol@example.org")) == 1
+
+
+def test_a_crashed_job_run_again_sends_each_subscriber_exactly_once(
+    mail_settings: Settings, inbox: Inbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = create_app(mail_settings).test_client()
+    for user in ("u1", "u2", "u3"):
+        subscribe(client, user, f"{user}@example.org")
+    real_render = digest.render_digest
+    calls = []
+
+    def crash_on_second(*args: Any, **kwargs: Any) -> EmailMessage:
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("the machine went down")
+        return real_render(*args, **kwargs)
+
+    monkeypatch.setattr(digest, "render_digest", crash_on_second)
+    with pytest.raises(RuntimeError):
+        digest.send_digests(mail_settings, NOW, progress=False)
+    monkeypatch.setattr(digest, "render_digest", real_render)
+    assert digest.send_digests(mail_settings, NOW, progress=False).sent == 2
+    assert sorted(m["To"] for m in inbox.messages) == [
+        "u1@example.org", "u2@example.org", "u3@example.org"]
+
+
+def test_two_jobs_at_once_do_not_both_send(mail_settings: Settings, inbox: Inbox) -> None:
+    client = create_app(mail_settings).test_client()
+    subscribe(client, "ada", "ada@example.org")
+    engine = client.application.extensions["paperrec"]
+    assert engine.subscriptions.acquire_lock("another-job", 60)
+    with pytest.raises(PaperrecError, match="another digest job is running"):
+        digest.send_digests(mail_settings, NOW, progress=False)
+    assert inbox.messages == []
+    engine.subscriptions.release_lock("another-job")
+    assert digest.send_digests(mail_settings, NOW, progress=False).sent == 1
+
+
+def test_nothing_new_means_no_email(mail_settings: Settings, inbox: Inbox) -> None:
+    client = create_app(mail_settings).test_client()
+    subscribe(client, "ada", "ada@example.org", frequency="daily", max_items=50)
+    assert digest.send_digests(mail_settings, NOW, progress=False).sent == 1
+    summary = digest.send_digests(mail_settings, NOW + DAY, progress=False)
+    assert summary.sent == 0 and summary.skipped["nothing new"] == 1
+    assert len(inbox.messages) == 1
+
+
+def test_dry_run_writes_eml_files_and_records_nothing(
+    mail_settings: Settings, inbox: Inbox, tmp_path: Path
+) -> None:
+    client = create_app(mail_settings).test_client()
+    subscribe(client, "ada", "ada@example.org")
+    out = tmp_path / "outbox"
+    assert digest.send_digests(mail_settings, NOW, dry_run_dir=out, progress=False).sent == 1
+    [eml] = out.glob("*.eml")
+    assert b"List-Unsubscribe-Post: List-Unsubscribe=One-Click" in eml.read_bytes()
+    assert inbox.messages == []
+    assert digest.send_digests(mail_settings, NOW, progress=False).sent == 1  # still due

@@ -1,0 +1,137 @@
+"""Digest emails: rendered, serialised and parsed back as a mail client would."""
+
+from __future__ import annotations
+
+import dataclasses
+import email
+import email.policy
+import html
+from email.message import EmailMessage
+
+import pytest
+from markupsafe import escape
+
+from recommender.digest_email import (
+    EXCERPT_CHARS,
+    DigestContent,
+    DigestItem,
+    excerpt,
+    render_digest,
+)
+
+LINKS = "http://127.0.0.1:8000/v1/links/"
+UNSUBSCRIBE = LINKS + "unsubscribe-tok?u=ada&k=1"
+UNSUBSCRIBE_POST = "https://paperrec.example.org/v1/unsubscribe/one-click-token"
+ABSTRACT = ("Federated learning often suffers from degraded generalization under statistical "
+            "heterogeneity, where client updates systematically deviate from the global "
+            "objective. ") * 4
+
+
+def item(n: int, title: str, url: str | None = None,
+         reason: str = "liked by 2 readers") -> DigestItem:
+    return DigestItem(f"pl-{n:016x}", title, url, ABSTRACT, reason,
+                      f"{LINKS}like-{n}", f"{LINKS}dislike-{n}")
+
+
+ITEMS = [
+    item(1, "FedScar: federated optimization that corrects heterogeneity",
+         "https://openreview.net/forum?id=abc&ref=mail",
+         "similar to 'FedReLa: a data-level approach' that you liked"),
+    item(2, 'Why <script>alert("x")</script> & "quotes" break naive templates'),
+    item(3, "PIAA: Patch-level Inference followed by Adaptive Aggregation",
+         reason="readers with similar taste saved it"),
+]
+
+
+def content(items: list[DigestItem] = ITEMS, personalized: bool = True) -> DigestContent:
+    return DigestContent("ada", items, UNSUBSCRIBE, "weekly", personalized, "week of 2026-11-30")
+
+
+def send(digest: DigestContent, unsubscribe_post: str = UNSUBSCRIBE_POST) -> EmailMessage:
+    msg = render_digest(digest, "paperrec <digest@paperrec.example.org>",
+                        "Ada Lovelace <ada@example.org>", "<digest-1@paperrec.example.org>",
+                        unsubscribe_post)
+    parsed = email.message_from_bytes(msg.as_bytes(), policy=email.policy.default)
+    assert isinstance(parsed, EmailMessage)
+    return parsed
+
+
+def bodies(msg: EmailMessage) -> tuple[str, str]:
+    text, page = msg.get_body(("plain",)), msg.get_body(("html",))
+    assert text is not None and page is not None
+    return text.get_content(), page.get_content()
+
+
+def test_digest_is_multipart_alternative_with_every_title_and_link() -> None:
+    msg = send(content())
+    assert msg.get_content_type() == "multipart/alternative"
+    assert [p.get_content_type() for p in msg.iter_parts()] == ["text/plain", "text/html"]
+    text, page = bodies(msg)
+    for it in ITEMS:
+        assert it.title in text
+        assert str(escape(it.title)) in page
+        assert it.title in html.unescape(page)
+        for url in (it.more_like_this_url, it.not_interested_url):
+            assert f"More like this: {url}" in text or f"Not interested: {url}" in text
+            assert f'href="{url}"' in page
+    assert f"Unsubscribe: {UNSUBSCRIBE}" in text
+    assert f'href="{escape(UNSUBSCRIBE)}"' in page
+    assert f'href="{escape(ITEMS[0].url)}"' in page
+    assert "<script>" not in page and "&lt;script&gt;" in page
+
+
+def test_headers_offer_one_click_unsubscribe() -> None:
+    msg = send(content())
+    assert msg["List-Unsubscribe"] == f"<{UNSUBSCRIBE_POST}>"
+    assert msg["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+    assert msg["Subject"] == "Your paperrec reading list: 3 papers for the week of 2026-11-30"
+    assert msg["Message-ID"] == "<digest-1@paperrec.example.org>"
+    assert msg["From"].addresses[0].addr_spec == "digest@paperrec.example.org"
+    assert msg["To"].addresses[0].addr_spec == "ada@example.org"
+    assert msg["Date"].datetime is not None
+
+
+def test_a_long_unsubscribe_url_stays_a_url_on_the_wire() -> None:
+    long_url = UNSUBSCRIBE_POST + "/" + "t" * 200
+    digest = content()
+    raw = render_digest(digest, "digest@paperrec.example.org", "ada@example.org",
+                        "<digest-2@paperrec.example.org>", long_url).as_bytes()
+    assert f"\nList-Unsubscribe: <{long_url}>".encode() in raw  # no encoded words, no folding
+    assert max(len(line) for line in raw.splitlines()) <= 998
+
+
+def test_a_new_reader_is_told_the_list_improves_as_they_react() -> None:
+    text, page = bodies(send(content(personalized=False)))
+    assert "your next list will be about what you like" in text
+    assert "React with the buttons below and your next list will be about what you like." in page
+    text, page = bodies(send(content(personalized=True)))
+    assert "next list" not in text and "next list" not in page
+
+
+def test_one_paper_daily_digest_without_a_web_link() -> None:
+    lone = item(4, "A paper with no link", url="javascript:alert(1)")
+    digest = dataclasses.replace(content([lone]), frequency="daily", period_label="2026-11-30")
+    msg = send(digest)
+    assert msg["Subject"] == "Your paperrec reading list: 1 paper for 2026-11-30"
+    text, page = bodies(msg)
+    assert "javascript:" not in text and "javascript:" not in page
+    assert "every day" in text and "every day" in page
+
+
+def test_the_abstract_is_shortened_at_a_word() -> None:
+    short = excerpt(ABSTRACT)
+    assert len(short) <= EXCERPT_CHARS and short.endswith("…")
+    assert ABSTRACT.startswith(short[:-1]) and ABSTRACT[len(short) - 1] == " "
+    assert excerpt("a short abstract") == "a short abstract"
+    text, page = bodies(send(content()))
+    assert short in page and ABSTRACT not in page
+    assert " ".join(text.split()).count(short) == len(ITEMS)
+
+
+@pytest.mark.parametrize("digest", [
+    content(items=[]),
+    dataclasses.replace(content(), frequency="monthly"),
+])
+def test_empty_digests_and_unknown_frequencies_are_refused(digest: DigestContent) -> None:
+    with pytest.raises(ValueError):
+        send(digest)
