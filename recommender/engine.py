@@ -153,6 +153,26 @@ class Recommender:
     def user_feedback(self, user_id: str) -> list[Feedback]:
         return self.feedback.get(validate_user_id(user_id))
 
+    # --- a user's own data ----------------------------------------------------------------
+    def export_user(self, user_id: str) -> dict[str, Any]:
+        """Everything stored about a user."""
+        validate_user_id(user_id)
+        subscription = self.subscriptions.get(user_id)
+        return {
+            "user_id": user_id,
+            "feedback": [f.to_dict() for f in self.feedback.get(user_id)],
+            "served": [{"paper_id": pid, "at": at}
+                       for pid, at in self.feedback.served_with_times(user_id)],
+            "subscription": subscription.to_dict() if subscription else None,
+            "digests": [{"period": period, "at": float(value.split()[0]),
+                         "message_id": value.split()[1]}
+                        for period, value in sorted(self.subscriptions.digests(user_id).items())],
+        }
+
+    def erase_user(self, user_id: str) -> None:
+        """Forget the user: feedback, served history, subscription and digest records."""
+        self.feedback.erase_user(validate_user_id(user_id))
+
     # --- digest subscriptions and one-click links ----------------------------------------
     def subscribe(self, user_id: str, body: dict[str, Any], now: float) -> Subscription:
         validate_user_id(user_id)

@@ -138,6 +138,24 @@ class FeedbackStore:
         with redis_errors():
             yield from self._redis.sscan_iter(self._keys.users, count=1000)
 
+    def served_with_times(self, user_id: str) -> list[tuple[str, float]]:
+        with redis_errors():
+            return cast(list[tuple[str, float]],
+                        self._redis.zrange(self._keys.served(user_id), 0, -1, withscores=True))
+
+    def erase_user(self, user_id: str) -> None:
+        """Every key about the user, and their share of the like counts, in one transaction."""
+        liked = [f.paper_id for f in self.get(user_id) if f.signal == "like"]
+        with redis_errors():
+            pipe = self._redis.pipeline(transaction=True)
+            for paper_id in liked:
+                pipe.zincrby(self._keys.like_counts, -1, paper_id)
+            pipe.zremrangebyscore(self._keys.like_counts, "-inf", 0)
+            pipe.delete(*self._keys.user_keys(user_id))
+            pipe.srem(self._keys.users, user_id)
+            pipe.srem(self._keys.subscribers, user_id)
+            pipe.execute()
+
     def ping(self) -> None:
         with redis_errors():
             self._redis.ping()

@@ -49,6 +49,11 @@ class RedisKeys:
         """Sorted set: paper id -> number of users who currently like it."""
         return f"{self.namespace}:like_counts"
 
+    def user_keys(self, user_id: str) -> list[str]:
+        """Every key that holds data about one user (for export and erasure)."""
+        return [self.feedback(user_id), self.served(user_id), self.subscription(user_id),
+                self.digests(user_id)]
+
     def pattern(self) -> str:
         """Glob matching every key of this namespace (for erasing a test namespace)."""
         return f"{self.namespace}:*"

@@ -99,6 +99,11 @@ class SubscriptionStore:
             values = cast(list[str], self._redis.hvals(self._keys.digests(user_id)))
         return max((float(v.split()[0]) for v in values), default=None)
 
+    def digests(self, user_id: str) -> dict[str, str]:
+        """Period -> "<unix time> <message id>" of every digest sent to the user."""
+        with redis_errors():
+            return cast(dict[str, str], self._redis.hgetall(self._keys.digests(user_id)))
+
     def record_digest(self, user_id: str, period: str, at: float, message_id: str) -> None:
         with redis_errors():
             self._redis.hset(self._keys.digests(user_id), period, f"{at:.3f} {message_id}")

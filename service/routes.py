@@ -185,3 +185,14 @@ def _page(heading: str, message: str, status: int) -> tuple[str, int, dict[str, 
         "<p style='color:#616e7c'>paperrec</p></body></html>"
     )
     return html, status, {"Content-Type": "text/html; charset=utf-8"}
+
+
+@api.get("/v1/users/<user_id>/export")
+def export_user(user_id: str) -> Response:
+    return jsonify(engine().export_user(user_id))
+
+
+@api.delete("/v1/users/<user_id>")
+def erase_user(user_id: str) -> tuple[str, int]:
+    engine().erase_user(user_id)
+    return "", 204
