@@ -44,6 +44,8 @@ class Settings:
     public_url: str = "http://127.0.0.1:8000"  # where users reach the service (email links)
     smtp_url: str = ""  # smtp://user:pass@host:587 (STARTTLS) or smtps://host:465
     mail_from: str = "paperrec <paperrec@localhost>"
+    api_keys: str = ""  # comma-separated role:key pairs (client or admin)
+    api_keys_file: str = ""  # a file of role:key lines
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -59,6 +61,8 @@ class Settings:
             public_url=(os.environ.get("PAPERREC_PUBLIC_URL") or "http://127.0.0.1:8000").rstrip("/"),
             smtp_url=os.environ.get("SMTP_URL", ""),
             mail_from=os.environ.get("PAPERREC_MAIL_FROM") or "paperrec <paperrec@localhost>",
+            api_keys=os.environ.get("PAPERREC_API_KEYS", ""),
+            api_keys_file=os.environ.get("PAPERREC_API_KEYS_FILE", ""),
         )
         return replace(settings, **overrides)  # type: ignore[arg-type]
 

@@ -12,6 +12,7 @@ from flask import Flask, Response, g, request
 from recommender.config import Settings
 from recommender.engine import Recommender
 
+from .auth import ApiKeys, require_keys
 from .errors import register_error_handlers
 from .routes import api
 from .state import EXTENSION
@@ -25,9 +26,10 @@ def create_app(settings: Settings | None = None, engine: Recommender | None = No
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.json.ensure_ascii = False  # type: ignore[attr-defined]
     app.extensions[EXTENSION] = engine or Recommender.from_settings(settings)
+    _log_requests(app)  # first: every request is timed and logged, refused ones too
     app.register_blueprint(api)
+    require_keys(app, ApiKeys.parse(settings.api_keys, settings.api_keys_file))
     register_error_handlers(app)
-    _log_requests(app)
     return app
 
 

@@ -216,7 +216,15 @@ def _digest(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    from .auth import ApiKeys
     from .server import run
+
+    loopback = args.host in ("127.0.0.1", "localhost", "::1")
+    if not loopback and not ApiKeys.parse(settings.api_keys, settings.api_keys_file):
+        print(f"paperrec serve: refusing to listen on {args.host} without API keys; set "
+              f"PAPERREC_API_KEYS (e.g. admin:<long random key>) or serve on 127.0.0.1",
+              file=sys.stderr)
+        return 2
 
     run(settings, host=args.host, port=args.port, workers=args.workers, threads=args.threads)
     return 0
