@@ -24,11 +24,39 @@ class InvalidInput(PaperrecError):
     status = 400
 
 
+class InvalidLink(PaperrecError):
+    """An email link that was altered or not made by this service."""
+
+    code = "invalid_link"
+    status = 400
+
+
+class Unauthorized(PaperrecError):
+    """No API key, or one that is not valid."""
+
+    code = "unauthorized"
+    status = 401
+
+
+class Forbidden(PaperrecError):
+    """A valid API key whose role may not do this."""
+
+    code = "forbidden"
+    status = 403
+
+
 class NotFound(PaperrecError):
     """An id that names nothing we know."""
 
     code = "not_found"
     status = 404
+
+
+class ExpiredLink(PaperrecError):
+    """An email link past its expiry."""
+
+    code = "link_expired"
+    status = 410
 
 
 class Unavailable(PaperrecError):

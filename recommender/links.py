@@ -18,21 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from .errors import InvalidInput, PaperrecError
+from .errors import ExpiredLink, InvalidInput, InvalidLink
 
 Action = Literal["like", "dislike", "unsubscribe"]
 ACTIONS: tuple[Action, ...] = ("like", "dislike", "unsubscribe")
 LINK_DAYS = 30
-
-
-class InvalidLink(PaperrecError):
-    code = "invalid_link"
-    status = 400
-
-
-class ExpiredLink(PaperrecError):
-    code = "link_expired"
-    status = 410
 
 
 @dataclass(frozen=True)

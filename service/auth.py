@@ -15,21 +15,11 @@ from pathlib import Path
 
 from flask import Flask, request
 
-from recommender.errors import InvalidInput, PaperrecError
+from recommender.errors import Forbidden, InvalidInput, Unauthorized
 
 ROLES = ("client", "admin")
 OPEN_ENDPOINTS = {"api.healthz", "api.readyz", "api.follow_link"}
 ADMIN_ENDPOINTS = {"api.erase_user", "api.export_user"}
-
-
-class Unauthorized(PaperrecError):
-    code = "unauthorized"
-    status = 401
-
-
-class Forbidden(PaperrecError):
-    code = "forbidden"
-    status = 403
 
 
 @dataclass(frozen=True)
