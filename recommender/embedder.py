@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,10 +39,6 @@ class Embedder:
             if self._model is None:
                 self._model = _load(self.name)
             return self._model
-
-    @property
-    def dim(self) -> int:
-        return int(self.model.get_sentence_embedding_dimension() or 0)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         vectors = self.model.encode(
@@ -130,6 +126,30 @@ class EmbeddingCache:
                 [(model, h, v.astype(np.float32).tobytes())
                  for h, v in zip(hashes, vectors, strict=True)],
             )
+
+
+def cached_vectors(
+    model: str,
+    batch_size: int,
+    cache_path: Path,
+    hashes: Sequence[str],
+    texts_of: Callable[[set[str]], dict[str, str]],
+    progress: bool = True,
+) -> tuple[np.ndarray, int]:
+    """Vectors for these content hashes, in order, embedding only those not cached yet.
+
+    ``texts_of(missing hashes)`` returns the text of each, so callers load only those texts.
+    Returns the matrix and how many texts were newly embedded.
+    """
+    embedder = shared_embedder(model, batch_size)
+    cache = EmbeddingCache(cache_path)
+    try:
+        to_embed = texts_of(cache.missing(embedder.name, hashes))
+        embed_into_cache(embedder, cache, to_embed, progress=progress)
+        by_hash = cache.get(embedder.name, hashes)
+    finally:
+        cache.close()
+    return np.stack([by_hash[h] for h in hashes]), len(to_embed)
 
 
 def embed_into_cache(

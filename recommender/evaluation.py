@@ -23,7 +23,7 @@ from tqdm import tqdm
 
 from .baselines import DEPTH, METHOD_NAMES, TopRows, make_method
 from .config import Settings
-from .embedder import EmbeddingCache, embed_into_cache, shared_embedder
+from .embedder import cached_vectors
 from .errors import InvalidInput
 from .ingest import read_papers
 from .papers import Paper, Rejection
@@ -159,18 +159,12 @@ def paper_vectors(
     Goes through the embedding cache (by model and content hash), so only text never seen
     before is embedded.
     """
-    embedder = shared_embedder(settings.model, settings.embed_batch_size)
-    cache = EmbeddingCache(settings.embedding_cache_path)
-    try:
-        hashes = [paper.content_hash for paper in papers]
-        missing = cache.missing(embedder.name, hashes)
-        texts = {paper.content_hash: paper.text for paper in papers
-                 if paper.content_hash in missing}
-        embed_into_cache(embedder, cache, texts, progress=progress)
-        by_hash = cache.get(embedder.name, hashes)
-    finally:
-        cache.close()
-    return np.stack([by_hash[h] for h in hashes]), len(texts)
+    return cached_vectors(
+        settings.model, settings.embed_batch_size, settings.embedding_cache_path,
+        [paper.content_hash for paper in papers],
+        lambda missing: {p.content_hash: p.text for p in papers if p.content_hash in missing},
+        progress,
+    )
 
 
 def top_rows(output: np.ndarray | TopRows, liked: np.ndarray, depth: int = DEPTH) -> np.ndarray:

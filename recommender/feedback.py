@@ -19,7 +19,6 @@ from .errors import InvalidInput, StoreUnavailable
 from .redis_keys import RedisKeys
 
 Signal = Literal["like", "dislike"]
-SIGNALS: tuple[Signal, ...] = ("like", "dislike")
 SERVED_HISTORY = 10_000  # papers remembered as served, per user
 
 # KEYS: feedback hash, like counter, users set.  ARGV: user, paper, new value ("" = remove).

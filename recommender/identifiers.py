@@ -13,24 +13,18 @@ USER_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$")
 
 
 def validate_paper_id(paper_id: str) -> str:
-    if not PAPER_ID_PATTERN.fullmatch(paper_id):
-        raise InvalidInput(
-            f"invalid paper id {_preview(paper_id)}: use 1 to {MAX_ID_LENGTH} characters of "
-            f"letters, digits and . _ : / - (starting with a letter or digit)"
-        )
-    return paper_id
+    return _validate(paper_id, PAPER_ID_PATTERN, "paper", ". _ : / -")
 
 
 def validate_user_id(user_id: str) -> str:
-    if not USER_ID_PATTERN.fullmatch(user_id):
+    return _validate(user_id, USER_ID_PATTERN, "user", ". _ @ + -")
+
+
+def _validate(value: str, pattern: re.Pattern[str], what: str, punctuation: str) -> str:
+    if not pattern.fullmatch(value):
+        shown = f"{value[:30]!r}… ({len(value)} characters)" if len(value) > 40 else repr(value)
         raise InvalidInput(
-            f"invalid user id {_preview(user_id)}: use 1 to {MAX_ID_LENGTH} characters of "
-            f"letters, digits and . _ @ + - (starting with a letter or digit)"
+            f"invalid {what} id {shown}: use 1 to {MAX_ID_LENGTH} characters of letters, "
+            f"digits and {punctuation} (starting with a letter or digit)"
         )
-    return user_id
-
-
-def _preview(value: str) -> str:
-    if len(value) > 40:
-        return f"{value[:30]!r}… ({len(value)} characters)"
-    return repr(value)
+    return value

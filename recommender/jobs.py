@@ -12,7 +12,7 @@ import numpy as np
 from .collaborative import CollaborativeModel
 from .config import Settings
 from .corpus import CorpusStore, UpsertCounts
-from .embedder import EmbeddingCache, embed_into_cache, shared_embedder
+from .embedder import cached_vectors
 from .errors import InvalidInput
 from .feedback import FeedbackStore
 from .index import IndexStore
@@ -88,7 +88,6 @@ def rebuild_index(settings: Settings, progress: bool = True) -> RebuildSummary:
     """Embed what is new or changed, build a FAISS index over every paper, publish it."""
     started = time.perf_counter()
     corpus = CorpusStore(settings.corpus_path)
-    cache = EmbeddingCache(settings.embedding_cache_path)
     try:
         rows = list(corpus.index_rows())
         if not rows:
@@ -99,20 +98,20 @@ def rebuild_index(settings: Settings, progress: bool = True) -> RebuildSummary:
         ids = [pid for pid, _, _ in rows]
         hashes = [h for _, h, _ in rows]
         days = np.asarray([day for _, _, day in rows], dtype=np.float64)
-        embedder = shared_embedder(settings.model, settings.embed_batch_size)
-        missing = cache.missing(embedder.name, hashes)
-        texts = corpus.texts([pid for pid, h, _ in rows if h in missing])
-        to_embed = {h: texts[pid] for pid, h, _ in rows if pid in texts}
-        embed_into_cache(embedder, cache, to_embed, progress=progress)
-        vectors_by_hash = cache.get(embedder.name, hashes)
-        vectors = np.stack([vectors_by_hash[h] for h in hashes])
+
+        def texts_of(missing: set[str]) -> dict[str, str]:
+            texts = corpus.texts([pid for pid, h, _ in rows if h in missing])
+            return {h: texts[pid] for pid, h, _ in rows if pid in texts}
+
+        vectors, embedded = cached_vectors(settings.model, settings.embed_batch_size,
+                                           settings.embedding_cache_path, hashes, texts_of,
+                                           progress)
         index = IndexStore(settings.index_dir).publish(
-            ids, vectors, days, embedder.name, settings.exact_index_max
+            ids, vectors, days, settings.model, settings.exact_index_max
         )
     finally:
         corpus.close()
-        cache.close()
-    return RebuildSummary(index.version, len(ids), len(to_embed), time.perf_counter() - started)
+    return RebuildSummary(index.version, len(ids), embedded, time.perf_counter() - started)
 
 
 

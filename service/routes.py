@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from flask import Blueprint, Response, jsonify, request
 from markupsafe import escape
@@ -16,36 +17,23 @@ from .errors import error_response
 from .state import engine
 
 api = Blueprint("api", __name__)
+T = TypeVar("T")
+
+
+def query_arg(name: str, parse: Callable[[str], T], expected: str) -> T | None:
+    """The query parameter parsed, None when absent; a 400 naming it when it does not parse."""
+    raw = request.args.get(name)
+    if raw is None:
+        return None
+    try:
+        return parse(raw)
+    except ValueError:
+        raise InvalidInput(f"{name} must be {expected}, got {raw!r}") from None
 
 
 def int_arg(name: str, default: int) -> int:
-    raw = request.args.get(name)
-    if raw is None:
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise InvalidInput(f"{name} must be an integer, got {raw!r}") from None
-
-
-def float_arg(name: str) -> float | None:
-    raw = request.args.get(name)
-    if raw is None:
-        return None
-    try:
-        return float(raw)
-    except ValueError:
-        raise InvalidInput(f"{name} must be a number, got {raw!r}") from None
-
-
-def date_arg(name: str) -> dt.date | None:
-    raw = request.args.get(name)
-    if raw is None:
-        return None
-    try:
-        return dt.date.fromisoformat(raw)
-    except ValueError:
-        raise InvalidInput(f"{name} must be a date like 2026-01-31, got {raw!r}") from None
+    value = query_arg(name, int, "an integer")
+    return default if value is None else value
 
 
 def bool_arg(name: str) -> bool:
@@ -140,8 +128,8 @@ def recommendations(user_id: str) -> Response:
         int_arg("k", 20),
         now=time.time(),
         offset=int_arg("offset", 0),
-        diversity=float_arg("diversity"),
-        since=date_arg("since"),
+        diversity=query_arg("diversity", float, "a number"),
+        since=query_arg("since", dt.date.fromisoformat, "a date like 2026-01-31"),
         exclude_served=bool_arg("exclude_served"),
     )
     return jsonify(reading_list.to_dict())
