@@ -9,6 +9,7 @@ and following versions is ``versions.VersionedDir`` / ``LiveVersion``.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from .errors import IndexNotReady, NotFound
 from .versions import LiveVersion, VersionedDir
 
 NO_INDEX = "no index version has been published yet: run `paperrec rebuild-index`"
+REBUILD = "run `paperrec rebuild-index` to publish a good version"
 
 
 @dataclass
@@ -115,29 +117,48 @@ class IndexStore:
         return PaperIndex(version, ids, space, days, index, {"version": version, **meta})
 
     def load(self, version: str) -> PaperIndex:
+        """Load a version, checking that its files agree (a damaged version raises here,
+        once, rather than failing requests later)."""
         folder = self.dir.path(version)
         meta = json.loads((folder / "meta.json").read_text())
         ids = json.loads((folder / "ids.json").read_text())
+        if not isinstance(meta, dict) or not isinstance(ids, list):
+            raise ValueError(f"index version {version} is damaged: meta.json or ids.json "
+                             f"is not what rebuild-index writes")
         arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="r")
                   for name in ("vectors", "mean", "neighbours", "neighbour_sims", "days")}
         index = faiss.read_index(str(folder / "index.faiss"))
         if hasattr(index, "hnsw"):
             index.hnsw.efSearch = HNSW_EF
-        sizes = {len(ids), index.ntotal, meta["count"], len(arrays["vectors"]),
-                 len(arrays["neighbours"]), len(arrays["days"])}
+        vectors, neighbours = arrays["vectors"], arrays["neighbours"]
+        sizes = {len(ids), index.ntotal, meta.get("count"), len(vectors), len(neighbours),
+                 len(arrays["neighbour_sims"]), len(arrays["days"])}
         if len(sizes) != 1:
             raise ValueError(f"index version {version} is inconsistent: sizes differ")
-        space = ContentSpace(arrays["vectors"], np.asarray(arrays["mean"]),
-                             arrays["neighbours"], arrays["neighbour_sims"])
+        if (vectors.ndim != 2 or vectors.shape[1] != index.d
+                or arrays["mean"].shape != (index.d,)
+                or neighbours.shape != arrays["neighbour_sims"].shape
+                or (neighbours.size and not -1 <= int(neighbours.min()) <= int(neighbours.max())
+                    < len(ids))):
+            raise ValueError(f"index version {version} is inconsistent: shapes differ")
+        space = ContentSpace(vectors, np.asarray(arrays["mean"]), neighbours,
+                             arrays["neighbour_sims"])
         return PaperIndex(version, ids, space, arrays["days"], index, meta)
 
 
 class LiveIndex:
-    """The index version currently served; raises IndexNotReady while there is none."""
+    """The index version currently served; raises IndexNotReady while there is none.
+
+    It looks at CURRENT when made, so a service that starts without a usable index says so
+    in its log at once (once, not per request), and it keeps looking: a version published
+    later is served without a restart.
+    """
 
     def __init__(self, store: IndexStore, check_seconds: float = 2.0) -> None:
         self.store = store
-        self._live = LiveVersion(store.dir, store.load, "index", NO_INDEX, check_seconds)
+        self._live = LiveVersion(store.dir, store.load, "index", NO_INDEX, check_seconds,
+                                 remedy=REBUILD, missing_level=logging.WARNING)
+        self._live.refresh()
 
     def get(self) -> PaperIndex:
         index = self._live.get()
