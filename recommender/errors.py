@@ -11,6 +11,7 @@ class PaperrecError(Exception):
 
     code = "error"
     status = 500
+    retry_after: int | None = None  # seconds, sent as Retry-After
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -25,10 +26,11 @@ class InvalidInput(PaperrecError):
 
 
 class InvalidLink(PaperrecError):
-    """An email link that was altered or not made by this service."""
+    """An email link that was altered or not made by this service: its signature does not
+    give it the right to do anything (403, as a presigned URL that fails its check)."""
 
     code = "invalid_link"
-    status = 400
+    status = 403
 
 
 class Unauthorized(PaperrecError):
@@ -59,11 +61,23 @@ class ExpiredLink(PaperrecError):
     status = 410
 
 
+class RateLimited(PaperrecError):
+    """Too many requests for one API key in the current window."""
+
+    code = "rate_limited"
+    status = 429
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 class Unavailable(PaperrecError):
     """A backing part (Redis, the index) cannot be used right now; retrying later may work."""
 
     code = "unavailable"
     status = 503
+    retry_after = 5
 
 
 class IndexNotReady(Unavailable):

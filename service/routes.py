@@ -1,67 +1,49 @@
-"""The REST API, version 1. Views parse and validate input, call the engine, shape JSON."""
+"""The REST API, version 1. Each view declares its models (service/api_models.py), which
+validate the call and document it in /openapi.json; views call the engine and shape JSON."""
 
 from __future__ import annotations
 
-import datetime as dt
 import time
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
-from flask import Blueprint, Response, jsonify, request
+from flask import Blueprint, Response
 from markupsafe import escape
 
-from recommender.errors import InvalidInput, PaperrecError
-from recommender.feedback import parse_signal
+from recommender.errors import PaperrecError
 
+from .api_models import (
+    ExportOut,
+    FeedbackBody,
+    FeedbackListOut,
+    FeedbackOut,
+    Health,
+    KQuery,
+    PaperOut,
+    ReadingListOut,
+    Ready,
+    RecommendationsQuery,
+    SearchOut,
+    SearchQuery,
+    SimilarOut,
+    SubscriptionBody,
+    SubscriptionOut,
+)
 from .errors import error_response
+from .openapi import operation
 from .state import engine
 
 api = Blueprint("api", __name__)
-T = TypeVar("T")
 
 
-def query_arg(name: str, parse: Callable[[str], T], expected: str) -> T | None:
-    """The query parameter parsed, None when absent; a 400 naming it when it does not parse."""
-    raw = request.args.get(name)
-    if raw is None:
-        return None
-    try:
-        return parse(raw)
-    except ValueError:
-        raise InvalidInput(f"{name} must be {expected}, got {raw!r}") from None
+@operation(api, "GET", "/healthz", summary="The process is alive.", tag="health",
+           response=Health)
+def healthz() -> Health:
+    return Health(status="ok")
 
 
-def int_arg(name: str, default: int) -> int:
-    value = query_arg(name, int, "an integer")
-    return default if value is None else value
-
-
-def bool_arg(name: str) -> bool:
-    raw = request.args.get(name, "false").lower()
-    if raw not in ("true", "false", "1", "0"):
-        raise InvalidInput(f"{name} must be true or false, got {raw!r}")
-    return raw in ("true", "1")
-
-
-def json_object(allowed: set[str]) -> dict[str, Any]:
-    body = request.get_json(silent=True)
-    if not isinstance(body, dict):
-        raise InvalidInput('the body must be a JSON object, e.g. {"signal": "like"}, sent with '
-                           "Content-Type: application/json")
-    unknown = sorted(set(body) - allowed)
-    if unknown:
-        raise InvalidInput(f"unknown field(s): {', '.join(unknown)}; "
-                           f"allowed: {', '.join(sorted(allowed))}")
-    return body
-
-
-@api.get("/healthz")
-def healthz() -> Response:
-    return jsonify({"status": "ok"})
-
-
-@api.get("/readyz")
-def readyz() -> Response | tuple[Response, int]:
+@operation(api, "GET", "/readyz", summary="An index is loaded and Redis answers.",
+           tag="health", response=Ready, errors=(503,))
+def readyz() -> Ready | tuple[Response, int]:
     problems = []
     details: dict[str, Any] = {}
     try:
@@ -77,82 +59,91 @@ def readyz() -> Response | tuple[Response, int]:
         response, status = error_response(503, "not_ready", "; ".join(problems))
         response.headers["Retry-After"] = "5"
         return response, status
-    return jsonify({"status": "ready", **details})
+    return Ready(status="ready", **details)
 
 
-@api.get("/v1/papers/<path:paper_id>/similar")
-def similar(paper_id: str) -> Response:
-    items = engine().similar(paper_id, int_arg("k", 10))
-    return jsonify({"paper_id": paper_id, "items": [i.to_dict() for i in items]})
+@operation(api, "GET", "/v1/papers/<path:paper_id>/similar", summary="Papers close in content.",
+           tag="papers", query=KQuery, response=SimilarOut, errors=(404, 503))
+def similar(paper_id: str, query: KQuery) -> SimilarOut:
+    items = engine().similar(paper_id, query.k)
+    return SimilarOut.model_validate({"paper_id": paper_id,
+                                     "items": [i.to_dict() for i in items]})
 
 
-@api.get("/v1/papers/<path:paper_id>")
-def paper(paper_id: str) -> Response:
-    found = engine().paper(paper_id).to_dict()
-    del found["text"]
-    return jsonify(found)
+@operation(api, "GET", "/v1/papers/<path:paper_id>", summary="One paper.", tag="papers",
+           response=PaperOut, errors=(404,))
+def paper(paper_id: str) -> PaperOut:
+    return PaperOut.model_validate(engine().paper(paper_id).to_dict())
 
 
-@api.get("/v1/search")
-def search() -> Response:
-    query = request.args.get("q", "")
-    items = engine().search(query, int_arg("k", 10))
-    return jsonify({"query": query, "items": [i.to_dict() for i in items]})
+@operation(api, "GET", "/v1/search", summary="Semantic search over titles and abstracts.",
+           tag="papers", query=SearchQuery, response=SearchOut, errors=(503,))
+def search(query: SearchQuery) -> SearchOut:
+    items = engine().search(query.q, query.k)
+    return SearchOut.model_validate({"query": query.q.strip(),
+                                    "items": [i.to_dict() for i in items]})
 
 
-@api.put("/v1/users/<user_id>/feedback/<path:paper_id>")
-def put_feedback(user_id: str, paper_id: str) -> Response:
-    signal = parse_signal(json_object({"signal"}).get("signal"))
+@operation(api, "PUT", "/v1/users/<user_id>/feedback/<path:paper_id>",
+           summary="Like or dislike a paper (replaces an earlier signal).", tag="feedback",
+           body=FeedbackBody, response=FeedbackOut, errors=(404, 503))
+def put_feedback(user_id: str, paper_id: str, body: FeedbackBody) -> FeedbackOut:
     now = time.time()
-    replaced = engine().set_feedback(user_id, paper_id, signal, now)
-    return jsonify({"user_id": user_id, "paper_id": paper_id, "signal": signal,
-                    "at": round(now, 3), "replaced": replaced})
+    replaced = engine().set_feedback(user_id, paper_id, body.signal, now)
+    return FeedbackOut(user_id=user_id, paper_id=paper_id, signal=body.signal,
+                       at=round(now, 3), replaced=replaced)
 
 
-@api.delete("/v1/users/<user_id>/feedback/<path:paper_id>")
-def delete_feedback(user_id: str, paper_id: str) -> tuple[str, int]:
+@operation(api, "DELETE", "/v1/users/<user_id>/feedback/<path:paper_id>",
+           summary="Take a like or dislike back.", tag="feedback", status=204,
+           errors=(404, 503))
+def delete_feedback(user_id: str, paper_id: str) -> Response:
     engine().remove_feedback(user_id, paper_id)
-    return "", 204
+    return Response(status=204)
 
 
-@api.get("/v1/users/<user_id>/feedback")
-def get_feedback(user_id: str) -> Response:
+@operation(api, "GET", "/v1/users/<user_id>/feedback", summary="A user's likes and dislikes.",
+           tag="feedback", response=FeedbackListOut, errors=(503,))
+def get_feedback(user_id: str) -> FeedbackListOut:
     items = engine().user_feedback(user_id)
-    return jsonify({"user_id": user_id, "items": [f.to_dict() for f in items]})
+    return FeedbackListOut.model_validate({"user_id": user_id,
+                                          "items": [f.to_dict() for f in items]})
 
 
-@api.get("/v1/users/<user_id>/recommendations")
-def recommendations(user_id: str) -> Response:
+@operation(api, "GET", "/v1/users/<user_id>/recommendations",
+           summary="The user's ranked reading list.", tag="reading lists",
+           query=RecommendationsQuery, response=ReadingListOut, errors=(503,))
+def recommendations(user_id: str, query: RecommendationsQuery) -> ReadingListOut:
     reading_list = engine().recommend(
-        user_id,
-        int_arg("k", 20),
-        now=time.time(),
-        offset=int_arg("offset", 0),
-        diversity=query_arg("diversity", float, "a number"),
-        since=query_arg("since", dt.date.fromisoformat, "a date like 2026-01-31"),
-        exclude_served=bool_arg("exclude_served"),
-    )
-    return jsonify(reading_list.to_dict())
+        user_id, query.k, now=time.time(), offset=query.offset, diversity=query.diversity,
+        since=query.since, exclude_served=query.exclude_served)
+    return ReadingListOut.model_validate(reading_list.to_dict())
 
 
-@api.put("/v1/users/<user_id>/subscription")
-def put_subscription(user_id: str) -> Response:
-    body = json_object({"email", "frequency", "max_items"})
-    return jsonify(engine().subscribe(user_id, body, time.time()).to_dict())
+@operation(api, "PUT", "/v1/users/<user_id>/subscription",
+           summary="Subscribe to (or change) the email digest.", tag="digests",
+           body=SubscriptionBody, response=SubscriptionOut, errors=(503,))
+def put_subscription(user_id: str, body: SubscriptionBody) -> SubscriptionOut:
+    subscription = engine().subscribe(user_id, body.model_dump(), time.time())
+    return SubscriptionOut.model_validate(subscription.to_dict())
 
 
-@api.get("/v1/users/<user_id>/subscription")
-def get_subscription(user_id: str) -> Response:
-    return jsonify(engine().subscription(user_id).to_dict())
+@operation(api, "GET", "/v1/users/<user_id>/subscription", summary="The digest subscription.",
+           tag="digests", response=SubscriptionOut, errors=(404, 503))
+def get_subscription(user_id: str) -> SubscriptionOut:
+    return SubscriptionOut.model_validate(engine().subscription(user_id).to_dict())
 
 
-@api.delete("/v1/users/<user_id>/subscription")
-def delete_subscription(user_id: str) -> tuple[str, int]:
+@operation(api, "DELETE", "/v1/users/<user_id>/subscription", summary="Unsubscribe.",
+           tag="digests", status=204, errors=(404, 503))
+def delete_subscription(user_id: str) -> Response:
     engine().unsubscribe(user_id)
-    return "", 204
+    return Response(status=204)
 
 
-@api.route("/v1/links/<token>", methods=["GET", "POST"])
+@operation(api, ("GET", "POST"), "/v1/links/<token>", tag="digests", html=True,
+           errors=(403, 410), summary="Follow a one-click link of a digest email (POST: "
+                                      "RFC 8058 one-click unsubscribe).")
 def follow_link(token: str) -> tuple[str, int, dict[str, str]]:
     """The one-click links of the digest emails (and RFC 8058 one-click unsubscribe POSTs)."""
     try:
@@ -175,12 +166,14 @@ def _page(heading: str, message: str, status: int) -> tuple[str, int, dict[str, 
     return html, status, {"Content-Type": "text/html; charset=utf-8"}
 
 
-@api.get("/v1/users/<user_id>/export")
-def export_user(user_id: str) -> Response:
-    return jsonify(engine().export_user(user_id))
+@operation(api, "GET", "/v1/users/<user_id>/export", tag="your data", response=ExportOut,
+           errors=(503,), summary="Everything stored about a user (admin).")
+def export_user(user_id: str) -> ExportOut:
+    return ExportOut.model_validate(engine().export_user(user_id))
 
 
-@api.delete("/v1/users/<user_id>")
-def erase_user(user_id: str) -> tuple[str, int]:
+@operation(api, "DELETE", "/v1/users/<user_id>", tag="your data", status=204, errors=(503,),
+           summary="Erase everything stored about a user (admin).")
+def erase_user(user_id: str) -> Response:
     engine().erase_user(user_id)
-    return "", 204
+    return Response(status=204)

@@ -121,18 +121,18 @@ def test_popular_papers_lead_a_new_users_list(
 
 
 @pytest.mark.parametrize(("method", "path", "body", "status", "words"), [
-    ("put", "/v1/users/ada/feedback/{p}", {"signal": "love"}, 400, '"like" or "dislike"'),
+    ("put", "/v1/users/ada/feedback/{p}", {"signal": "love"}, 400, "'like' or 'dislike'"),
     ("put", "/v1/users/ada/feedback/{p}", {"signal": "like", "x": 1}, 400, "unknown field(s): x"),
     ("put", "/v1/users/ada/feedback/{p}", None, 400, "JSON object"),
     ("put", "/v1/users/ada/feedback/nope", {"signal": "like"}, 404, "no paper with id 'nope'"),
     ("put", "/v1/users/" + "u" * 10_000 + "/feedback/{p}", {"signal": "like"}, 400,
-     "invalid user id"),
-    ("get", "/v1/users/ada/recommendations?k=abc", None, 400, "k must be an integer"),
+     "user_id must be 1 to 128 characters"),
+    ("get", "/v1/users/ada/recommendations?k=abc", None, 400, "k: input should be a valid integer"),
     ("get", "/v1/users/ada/recommendations?k=0", None, 400, "k must be between 1 and 200"),
     ("get", "/v1/users/ada/recommendations?k=100000", None, 400, "k must be between 1 and 200"),
     ("get", "/v1/papers/nope", None, 404, "no paper with id"),
     ("get", "/v1/papers/nope/similar", None, 404, "no paper with id"),
-    ("get", "/v1/search?q=", None, 400, "non-empty"),
+    ("get", "/v1/search?q=", None, 400, "q must be a search text with a visible character"),
     ("get", "/v1/nothing-here", None, 404, "not found"),
     ("post", "/v1/users/ada/feedback/{p}", {"signal": "like"}, 405, "method"),
 ])

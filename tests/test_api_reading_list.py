@@ -57,10 +57,10 @@ def test_since_keeps_only_dated_papers(client: FlaskClient) -> None:
 
 @pytest.mark.parametrize(("query", "words"), [
     ("diversity=2", "diversity must be between 0 and 1"),
-    ("diversity=lots", "diversity must be a number"),
+    ("diversity=lots", "diversity: input should be a valid number"),
     ("offset=-1", "offset must be between 0 and 1000"),
-    ("since=yesterday", "since must be a date like 2026-01-31"),
-    ("exclude_served=maybe", "exclude_served must be true or false"),
+    ("since=yesterday", "since: should be a date like 2026-01-31"),
+    ("exclude_served=maybe", "exclude_served: input should be a valid boolean"),
 ])
 def test_bad_controls_are_400_and_say_why(client: FlaskClient, query: str, words: str) -> None:
     response = client.get(f"/v1/users/ada/recommendations?{query}")

@@ -1,0 +1,215 @@
+"""The request and response models of the REST API: they validate every call and they are
+what /openapi.json documents. Limits come from the library, so each rule lives in one place.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from recommender.engine import MAX_K, MAX_OFFSET
+from recommender.identifiers import MAX_ID_LENGTH, PAPER_ID_PATTERN, USER_ID_PATTERN
+from recommender.subscriptions import EMAIL_PATTERN, MAX_ITEMS_LIMIT
+
+UserId = Annotated[str, Field(
+    pattern=USER_ID_PATTERN.pattern, max_length=MAX_ID_LENGTH,
+    description=f"1 to {MAX_ID_LENGTH} characters of letters, digits and . _ @ + -, "
+                "starting with a letter or digit",
+    examples=["ada"])]
+PaperId = Annotated[str, Field(
+    pattern=PAPER_ID_PATTERN.pattern, max_length=MAX_ID_LENGTH,
+    description=f"1 to {MAX_ID_LENGTH} characters of letters, digits and . _ : / -, "
+                "starting with a letter or digit (old arXiv ids carry a slash)",
+    examples=["pl-156475ca5364802b"])]
+LinkToken = Annotated[str, Field(description="A signed token from a digest email.")]
+K = Annotated[int, Field(ge=1, le=MAX_K, description=f"How many items, 1 to {MAX_K}.")]
+Signal = Literal["like", "dislike"]
+
+
+def _json_integer(value: Any) -> Any:
+    """JSON Schema's integer: 3 or 3.0, but not "3" or true."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+        raise ValueError("should be a whole number")
+    return int(value)
+
+
+def _iso_date(value: Any) -> Any:
+    try:
+        return dt.date.fromisoformat(value) if isinstance(value, str) else value
+    except ValueError:
+        raise ValueError("should be a date like 2026-01-31") from None
+
+
+JsonInteger = Annotated[int, BeforeValidator(_json_integer)]
+IsoDate = Annotated[dt.date, BeforeValidator(_iso_date)]
+PATH_PARAMETERS: dict[str, Any] = {"user_id": UserId, "paper_id": PaperId, "token": LinkToken}
+
+
+class Strict(BaseModel):
+    """Unknown fields are refused (a 400 that names them), not silently ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+# --- requests ---------------------------------------------------------------------------
+class KQuery(Strict):
+    k: K = 10
+
+
+class SearchQuery(Strict):
+    # One character that no regex dialect (JSON Schema's, pydantic's, Python's strip) counts
+    # as space or control: the text is not blank for any of them.
+    q: str = Field(min_length=1, max_length=1000, pattern=r"[^\s\x00-\x20\x7f-\xa0\ufeff]",
+                   description="a search text with a visible character, at most 1000 "
+                               "characters",
+                   examples=["federated learning with noisy labels"])
+    k: K = 10
+
+
+class RecommendationsQuery(Strict):
+    k: K = 20
+    offset: int = Field(0, ge=0, le=MAX_OFFSET, description="Skip this many (paging).")
+    diversity: float | None = Field(None, ge=0, le=1, description=(
+        "0 ranks by score alone, 1 spreads the list across the user's interests (MMR)."))
+    since: IsoDate | None = Field(None, description="Only papers published on or after.")
+    exclude_served: bool = Field(False, description=(
+        "Leave out papers this user was already shown (by default they are pushed down)."))
+
+
+class FeedbackBody(Strict):
+    signal: Signal
+
+
+class SubscriptionBody(Strict):
+    email: str = Field(pattern=EMAIL_PATTERN.pattern, max_length=254,
+                       description="an address like ada@example.org",
+                       examples=["ada@example.org"])
+    frequency: Literal["daily", "weekly"] = "weekly"
+    max_items: JsonInteger = Field(10, ge=1, le=MAX_ITEMS_LIMIT)
+
+
+# --- responses --------------------------------------------------------------------------
+class ErrorDetail(BaseModel):
+    code: str
+    message: str
+
+
+class ErrorOut(BaseModel):
+    error: ErrorDetail
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+
+
+class Ready(BaseModel):
+    status: Literal["ready"]
+    index_version: str
+    papers: int
+
+
+class SimilarToLiked(BaseModel):
+    kind: Literal["similar_to_liked"]
+    paper_id: PaperId = Field(description="The liked paper it is closest to.")
+    similarity: float
+
+
+class SimilarReaders(BaseModel):
+    kind: Literal["similar_readers"]
+    weight: float = Field(description="What collaborative filtering adds to the score.")
+
+
+class Popular(BaseModel):
+    kind: Literal["popular"]
+    likes: int
+
+
+Reason = Annotated[SimilarToLiked | SimilarReaders | Popular, Field(discriminator="kind")]
+
+
+class Item(BaseModel):
+    paper_id: PaperId
+    title: str
+    score: float
+    reason: str = Field(description="Why, in words.")
+    reasons: list[Reason] = Field(description="Why, as data, strongest first.")
+    because: list[PaperId] = Field(description="The liked papers behind it.")
+
+
+class PaperOut(BaseModel):
+    id: PaperId
+    title: str
+    abstract: str
+    authors: list[str]
+    year: int | None
+    date: str | None
+    url: str | None
+    code_urls: list[str]
+    categories: list[str]
+
+
+class SimilarOut(BaseModel):
+    paper_id: PaperId
+    items: list[Item]
+
+
+class SearchOut(BaseModel):
+    query: str
+    items: list[Item]
+
+
+class FeedbackOut(BaseModel):
+    user_id: UserId
+    paper_id: PaperId
+    signal: Signal
+    at: float
+    replaced: bool = Field(description="Whether it replaced an earlier signal on this paper.")
+
+
+class FeedbackEntry(BaseModel):
+    paper_id: PaperId
+    signal: Signal
+    at: float
+
+
+class FeedbackListOut(BaseModel):
+    user_id: UserId
+    items: list[FeedbackEntry]
+
+
+class ReadingListOut(BaseModel):
+    user_id: UserId
+    personalized: bool = Field(description="False: the user has no usable likes yet, so the "
+                                           "list is what is popular and broad.")
+    index_version: str
+    model_version: str | None
+    items: list[Item]
+
+
+class SubscriptionOut(BaseModel):
+    user_id: UserId
+    email: str
+    frequency: Literal["daily", "weekly"]
+    max_items: int
+    created_at: float
+
+
+class Served(BaseModel):
+    paper_id: PaperId
+    at: float
+
+
+class DigestRecord(BaseModel):
+    period: str
+    at: float
+    message_id: str
+
+
+class ExportOut(BaseModel):
+    user_id: UserId
+    feedback: list[FeedbackEntry]
+    served: list[Served]
+    subscription: SubscriptionOut | None
+    digests: list[DigestRecord]

@@ -1,0 +1,126 @@
+"""The OpenAPI document: it covers every route, its models validate every call, and
+schemathesis fuzzing against the running service finds no 5xx and no response that breaks it."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from recommender.config import Settings
+from service import create_app
+from tests.conftest import free_port
+from tests.test_e2e_http import Server
+
+pytestmark = pytest.mark.model
+ADMIN_KEY = "admin-key-for-the-fuzzer-0123"
+UNDOCUMENTED = {"static", "docs.static", "docs.openapi_json", "docs.docs_page",
+                "metrics.metrics"}
+
+
+@pytest.fixture
+def app(sample_settings: Settings) -> Flask:
+    return create_app(sample_settings)
+
+
+@pytest.fixture
+def client(app: Flask) -> FlaskClient:
+    return app.test_client()
+
+
+def test_every_route_is_documented_and_nothing_else(app: Flask, client: FlaskClient) -> None:
+    spec = client.get("/openapi.json").json
+    assert spec["openapi"].startswith("3.")
+    documented = {(method.upper(), path) for path, ops in spec["paths"].items()
+                  for method in ops}
+    routed = {(method, re.sub(r"<(?:[a-z]+:)?([a-z_]+)>", r"{\1}", rule.rule))
+              for rule in app.url_map.iter_rules() if rule.endpoint not in UNDOCUMENTED
+              for method in rule.methods or () if method not in ("HEAD", "OPTIONS")}
+    assert documented == routed
+
+
+def test_limits_are_documented_as_they_are_enforced(client: FlaskClient) -> None:
+    spec = client.get("/openapi.json").json
+    recs = spec["paths"]["/v1/users/{user_id}/recommendations"]["get"]
+    params = {p["name"]: p for p in recs["parameters"]}
+    assert params["k"]["schema"]["maximum"] == 200 and params["k"]["schema"]["minimum"] == 1
+    assert params["user_id"]["schema"]["maxLength"] == 128
+    user_pattern = params["user_id"]["schema"]["pattern"]
+    assert re.fullmatch(user_pattern, "ada.lovelace@example") and not re.fullmatch(
+        user_pattern, "ada lovelace")
+    response = client.get("/v1/users/ada/recommendations?k=201")
+    assert response.status_code == 400
+    assert response.json["error"]["message"] == "k must be between 1 and 200, got '201'"
+    assert client.get("/v1/users/" + "a" * 129 + "/feedback").status_code == 400
+    assert client.get("/v1/users/" + "a" * 128 + "/feedback").status_code == 200
+
+
+def test_unknown_fields_and_parameters_are_named(client: FlaskClient) -> None:
+    response = client.get("/v1/users/ada/recommendations?k=5&kk=5&sort=new")
+    assert response.status_code == 400
+    assert response.json["error"]["message"].startswith(
+        "unknown query parameter(s): kk, sort; allowed: k, offset")
+    response = client.put("/v1/users/ada/subscription",
+                          json={"email": "ada@example.org", "colour": "blue"})
+    assert response.status_code == 400
+    assert "unknown field(s): colour" in response.json["error"]["message"]
+    assert client.get("/v1/users/ada/feedback?x=1").status_code == 400
+
+
+def test_docs_are_served_from_the_package_not_a_cdn(client: FlaskClient) -> None:
+    page = client.get("/docs")
+    assert page.status_code == 200 and "SwaggerUIBundle" in page.text
+    assets = re.findall(r'(?:src|href)="([^"]+)"', page.text)
+    assert assets and all(asset.startswith("/docs/static/") for asset in assets)
+    for asset in assets:
+        assert client.get(asset).status_code == 200, asset
+
+
+@pytest.fixture
+def keyed_server(sample_build: Path, tmp_path: Path, redis_url: str,
+                 namespace: str) -> Iterator[Server]:
+    shutil.copytree(sample_build, tmp_path / "var")
+    env = {**os.environ, "PAPERREC_DATA_DIR": str(tmp_path / "var"), "REDIS_URL": redis_url,
+           "PAPERREC_REDIS_NAMESPACE": namespace, "PAPERREC_API_KEYS": f"admin:{ADMIN_KEY}",
+           "PAPERREC_RATE_LIMIT": "off"}
+    served = Server(env, free_port())
+    served.start()
+    yield served
+    served.stop()
+
+
+def test_schemathesis_finds_no_server_error_and_no_nonconforming_response(
+    keyed_server: Server, tmp_path: Path
+) -> None:
+    """Every check schemathesis has (no 5xx, status codes, content types, headers and bodies
+    as documented, invalid input rejected, valid input accepted, auth enforced), on every
+    operation, through the coverage, fuzzing and stateful phases."""
+    schemathesis = Path(sys.executable).parent / "schemathesis"
+    result = subprocess.run(
+        [str(schemathesis), "--no-color", "run", f"{keyed_server.base}/openapi.json",
+         "--checks", "all", "-H", f"Authorization: Bearer {ADMIN_KEY}",
+         "--max-examples", "25", "--request-timeout", "30", "--workers", "2"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    report = result.stdout + result.stderr
+    assert result.returncode == 0, report[-6000:]
+    assert re.search(r"Tested: 16", report), report[-3000:]
+
+
+def test_the_document_says_which_calls_need_a_key(sample_settings: Settings) -> None:
+    keyed = dataclasses.replace(sample_settings, api_keys=f"admin:{ADMIN_KEY}")
+    spec = create_app(keyed).test_client().get("/openapi.json").json
+    assert spec["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
+    assert "security" not in spec["paths"]["/healthz"]["get"]
+    recs = spec["paths"]["/v1/users/{user_id}/recommendations"]["get"]
+    assert recs["security"] == [{"bearer": []}]
+    assert {"401", "403", "429"} <= set(recs["responses"])
+    assert recs["responses"]["429"]["headers"]["Retry-After"]
