@@ -46,6 +46,7 @@ class Settings:
     mail_from: str = "paperrec <paperrec@localhost>"
     api_keys: str = ""  # comma-separated role:key pairs (client or admin)
     api_keys_file: str = ""  # a file of role:key lines
+    rate_limit: str = "6000/minute"  # per API key; "off" for none
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -63,6 +64,7 @@ class Settings:
             mail_from=os.environ.get("PAPERREC_MAIL_FROM") or "paperrec <paperrec@localhost>",
             api_keys=os.environ.get("PAPERREC_API_KEYS", ""),
             api_keys_file=os.environ.get("PAPERREC_API_KEYS_FILE", ""),
+            rate_limit=os.environ.get("PAPERREC_RATE_LIMIT") or "6000/minute",
         )
         return replace(settings, **overrides)  # type: ignore[arg-type]
 

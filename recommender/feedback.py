@@ -79,6 +79,11 @@ class FeedbackStore:
         self._keys = keys
         self._set_signal = client.register_script(_SET_SIGNAL)
 
+    @property
+    def client(self) -> redis.Redis:
+        """The Redis client, shared with the other stores of this process."""
+        return self._redis
+
     def set(self, user_id: str, paper_id: str, signal: Signal, at: float) -> bool:
         """Record a signal; True when it replaced an earlier one on the same paper."""
         value = f"{parse_signal(signal)}:{at:.3f}"

@@ -49,6 +49,10 @@ class RedisKeys:
         """Sorted set: paper id -> number of users who currently like it."""
         return f"{self.namespace}:like_counts"
 
+    def rate(self, identity: str, window: int) -> str:
+        """Counter with expiry: requests of one API key in one rate-limit window."""
+        return f"{self.namespace}:rate:{identity}:{window}"
+
     def user_keys(self, user_id: str) -> list[str]:
         """Every key that holds data about one user (for export and erasure)."""
         return [self.feedback(user_id), self.served(user_id), self.subscription(user_id),

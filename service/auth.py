@@ -1,25 +1,30 @@
-"""API keys: ``Authorization: Bearer <key>``, each key with a role (client or admin).
+"""API keys: ``Authorization: Bearer <key>``, each key with a role (client or admin), and
+each key's rate limit.
 
 Keys come from ``PAPERREC_API_KEYS`` (comma-separated ``role:key``) or the file named by
 ``PAPERREC_API_KEYS_FILE`` (one ``role:key`` a line, ``#`` comments). Only their SHA-256
 digests are kept in memory, and a presented key is compared with every digest in constant
-time. With no keys configured the API is open, and ``paperrec serve`` only binds loopback.
+time. With no keys configured the API is open (and unlimited), and ``paperrec serve`` only
+binds loopback.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from flask import Flask, request
+from flask import Flask, Response, g, request
 
-from recommender.errors import Forbidden, InvalidInput, Unauthorized
+from recommender.errors import Forbidden, InvalidInput, RateLimited, Unauthorized
+from recommender.rate_limit import RateLimiter
 
 ROLES = ("client", "admin")
-OPEN_ENDPOINTS = {"api.healthz", "api.readyz", "api.follow_link"}
-ADMIN_ENDPOINTS = {"api.erase_user", "api.export_user"}
+OPEN_ENDPOINTS = {"api.healthz", "api.readyz", "api.follow_link",
+                  "docs.openapi_json", "docs.docs_page", "docs.static"}
+ADMIN_ENDPOINTS = {"api.erase_user", "api.export_user", "metrics.metrics"}
 
 
 @dataclass(frozen=True)
@@ -47,16 +52,17 @@ class ApiKeys:
     def __bool__(self) -> bool:
         return bool(self.digests)
 
-    def role_of(self, key: str) -> str | None:
+    def identify(self, key: str) -> tuple[str, str] | None:
+        """(an id for the key that does not reveal it, its role), or None for a wrong key."""
         presented = hashlib.sha256(key.encode()).digest()
-        role = None
-        for digest, candidate in self.digests:  # no early exit: same time for every key
+        found = None
+        for digest, role in self.digests:  # no early exit: same time for every key
             if hmac.compare_digest(presented, digest):
-                role = candidate
-        return role
+                found = (digest[:8].hex(), role)
+        return found
 
 
-def require_keys(app: Flask, keys: ApiKeys) -> None:
+def require_keys(app: Flask, keys: ApiKeys, limiter: RateLimiter | None) -> None:
     if not keys:
         return
 
@@ -68,8 +74,23 @@ def require_keys(app: Flask, keys: ApiKeys) -> None:
         scheme, _, key = header.partition(" ")
         if scheme.lower() != "bearer" or not key:
             raise Unauthorized("send an API key: Authorization: Bearer <key>")
-        role = keys.role_of(key.strip())
-        if role is None:
+        found = keys.identify(key.strip())
+        if found is None:
             raise Unauthorized("this API key is not valid")
+        key_id, role = found
         if role != "admin" and request.endpoint in ADMIN_ENDPOINTS:
             raise Forbidden("this needs an admin API key")
+        if limiter is not None:
+            decision = limiter.hit(key_id, time.time())
+            g.rate_limit = (limiter.limit.requests, decision.remaining)
+            if not decision.allowed:
+                raise RateLimited(f"more than {limiter.limit} requests with this API key; "
+                                  f"retry in {decision.retry_after} s", decision.retry_after)
+
+    @app.after_request
+    def rate_limit_headers(response: Response) -> Response:
+        if "rate_limit" in g:
+            limit, remaining = g.rate_limit
+            response.headers["X-RateLimit-Limit"] = str(limit)
+            response.headers["X-RateLimit-Remaining"] = str(remaining)
+        return response

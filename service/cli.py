@@ -216,9 +216,12 @@ def _digest(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    from recommender.rate_limit import Limit
+
     from .auth import ApiKeys
     from .server import run
 
+    Limit.parse(settings.rate_limit)  # a bad value stops here, not in every worker
     loopback = args.host in ("127.0.0.1", "localhost", "::1")
     if not loopback and not ApiKeys.parse(settings.api_keys, settings.api_keys_file):
         print(f"paperrec serve: refusing to listen on {args.host} without API keys; set "

@@ -1,0 +1,75 @@
+"""Rate limits per API key, counted in Redis so every worker and replica shares them.
+
+A fixed window per key: ``INCR`` the key's counter for the current window, which expires with
+it (the counting pattern of Redis's own INCR documentation). A client may burst to twice its
+limit across a window boundary; in exchange a request costs one round trip.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+
+import redis
+
+from .errors import InvalidInput
+from .redis_keys import RedisKeys
+
+log = logging.getLogger(__name__)
+WINDOWS = {"second": 1, "minute": 60, "hour": 3600}
+
+
+@dataclass(frozen=True)
+class Limit:
+    requests: int
+    seconds: int
+
+    @classmethod
+    def parse(cls, text: str) -> Limit | None:
+        """``600/minute`` (also second or hour); ``off`` or ``0`` for no limit."""
+        text = text.strip().lower()
+        if text in ("", "off", "0"):
+            return None
+        found = re.fullmatch(r"(\d+)\s*/\s*(second|minute|hour)", text)
+        if not found or int(found[1]) < 1:
+            raise InvalidInput(f"PAPERREC_RATE_LIMIT must look like 600/minute (or /second, "
+                               f"/hour), or be off; got {text!r}")
+        return cls(int(found[1]), WINDOWS[found[2]])
+
+    def __str__(self) -> str:
+        unit = next(name for name, seconds in WINDOWS.items() if seconds == self.seconds)
+        return f"{self.requests}/{unit}"
+
+
+@dataclass(frozen=True)
+class Decision:
+    allowed: bool
+    remaining: int
+    retry_after: int  # seconds until the window ends (when not allowed)
+
+
+class RateLimiter:
+    def __init__(self, client: redis.Redis, keys: RedisKeys, limit: Limit) -> None:
+        self._redis = client
+        self._keys = keys
+        self.limit = limit
+
+    def hit(self, identity: str, now: float) -> Decision:
+        """Count one request of ``identity`` (e.g. a key's digest). If Redis cannot be
+        reached the request is let through: a limiter must not take the API down with it."""
+        window = int(now // self.limit.seconds)
+        key = self._keys.rate(identity, window)
+        try:
+            pipe = self._redis.pipeline(transaction=False)
+            pipe.incr(key)
+            pipe.expire(key, self.limit.seconds + 1)
+            count = int(pipe.execute()[0])
+        except redis.RedisError as exc:
+            log.warning("rate limit not checked, Redis unavailable: %s", exc)
+            return Decision(True, self.limit.requests, 0)
+        remaining = max(0, self.limit.requests - count)
+        if count <= self.limit.requests:
+            return Decision(True, remaining, 0)
+        retry_after = max(1, int((window + 1) * self.limit.seconds - now + 0.999))
+        return Decision(False, 0, retry_after)
