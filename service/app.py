@@ -11,9 +11,13 @@ from flask import Flask, Response, g, request
 
 from recommender.config import Settings
 from recommender.engine import Recommender
+from recommender.rate_limit import Limit, RateLimiter
+from recommender.redis_keys import RedisKeys
 
-from .auth import ApiKeys, require_keys
+from . import metrics
+from .auth import OPEN_ENDPOINTS, ApiKeys, require_keys
 from .errors import register_error_handlers
+from .openapi import docs, document
 from .routes import api
 from .state import EXTENSION
 
@@ -25,10 +29,19 @@ def create_app(settings: Settings | None = None, engine: Recommender | None = No
     app = Flask(__name__)
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.json.ensure_ascii = False  # type: ignore[attr-defined]
-    app.extensions[EXTENSION] = engine or Recommender.from_settings(settings)
+    engine = engine or Recommender.from_settings(settings)
+    app.extensions[EXTENSION] = engine
     _log_requests(app)  # first: every request is timed and logged, refused ones too
+    metrics.instrument(app)  # counted too, before the API keys are checked
     app.register_blueprint(api)
-    require_keys(app, ApiKeys.parse(settings.api_keys, settings.api_keys_file))
+    app.register_blueprint(docs)
+    keys = ApiKeys.parse(settings.api_keys, settings.api_keys_file)
+    limit = Limit.parse(settings.rate_limit)
+    limiter = RateLimiter(engine.feedback.client, RedisKeys(settings.redis_namespace),
+                          limit) if limit else None
+    require_keys(app, keys, limiter)
+    app.config["PAPERREC_OPENAPI"] = document(app, secured=bool(keys),
+                                              open_endpoints=OPEN_ENDPOINTS)
     register_error_handlers(app)
     return app
 
@@ -41,12 +54,14 @@ def _log_requests(app: Flask) -> None:
 
     @app.after_request
     def log_line(response: Response) -> Response:
+        ms = round((time.perf_counter() - g.started) * 1000, 2)
         response.headers["X-Request-Id"] = g.request_id
+        response.headers["Server-Timing"] = f"app;dur={ms}"  # time spent in the app
         log.info(json.dumps({
             "request_id": g.request_id,
             "method": request.method,
             "path": request.path,
             "status": response.status_code,
-            "ms": round((time.perf_counter() - g.started) * 1000, 2),
+            "ms": ms,
         }))
         return response

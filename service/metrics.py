@@ -1,0 +1,206 @@
+"""Prometheus metrics: requests by route, feedback writes, Redis errors, what is served.
+
+``instrument(app)`` counts every request (refused ones too) and adds ``GET /metrics``.
+Under gunicorn each worker writes its figures into ``$PROMETHEUS_MULTIPROC_DIR`` (set up by
+``service.server``) and a scrape of any worker sums them all; without the variable, as in
+tests and ``flask run``, the process's own registry is served.
+
+The metrics are made on first use, not at import: prometheus_client picks its value store
+(in-process or the shared directory) from the environment, and the server sets the variable
+only just before the workers fork.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from flask import Blueprint, Flask, Response, g, request
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    values,
+)
+from prometheus_client.metrics_core import Metric
+from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
+
+from recommender.engine import Recommender
+from recommender.errors import PaperrecError, StoreUnavailable
+
+from .state import engine
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+# From a cached lookup (a few ms) to a reading list over a large index (seconds).
+BUCKETS = (0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+METHODS = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}  # others: "other"
+# Endpoints that write feedback; the email links write it too when their action is a signal.
+PUT_FEEDBACK = "api.put_feedback"
+DELETE_FEEDBACK = "api.delete_feedback"
+FOLLOW_LINK = "api.follow_link"
+# Gauges show the figure of the worker that answered the latest scrape (each sets them just
+# before it answers), so a scrape tells what is served now, whichever worker took it.
+GAUGE_MODE: Final = "livemostrecent"
+
+blueprint = Blueprint("metrics", __name__)
+
+
+@dataclass(frozen=True)
+class _Metrics:
+    requests: Counter
+    duration: Histogram
+    feedback_writes: Counter
+    redis_errors: Counter
+    index_version: Gauge
+    index_papers: Gauge
+    model_version: Gauge
+
+
+_made: _Metrics | None = None
+_lock = threading.Lock()
+
+
+def _metrics() -> _Metrics:
+    """The process's metrics, made once (every app of a test session shares them)."""
+    global _made
+    with _lock:
+        if _made is None:
+            if os.environ.get(MULTIPROC_ENV) and not getattr(values.ValueClass, "_multiprocess",
+                                                             False):
+                # prometheus_client was imported before the variable was set and chose the
+                # in-process store; choose again so these metrics reach the shared directory.
+                values.ValueClass = values.get_value_class()
+            _made = _Metrics(
+                Counter("paperrec_http_requests", "HTTP requests answered, by route template, "
+                        "method and status", ["route", "method", "status"]),
+                Histogram("paperrec_http_request_duration_seconds", "Time to answer an HTTP "
+                          "request, by route template and method", ["route", "method"],
+                          buckets=BUCKETS),
+                Counter("paperrec_feedback_writes", "Feedback written (API or email link), by "
+                        "action: like, dislike, remove", ["action"]),
+                Counter("paperrec_redis_errors", "Requests that failed because the feedback "
+                        "store (Redis) could not be used"),
+                Gauge("paperrec_index_version", "Index version served (the number of its "
+                      "directory, 000003 -> 3); 0 while there is none",
+                      multiprocess_mode=GAUGE_MODE),
+                Gauge("paperrec_index_papers", "Papers in the index served",
+                      multiprocess_mode=GAUGE_MODE),
+                Gauge("paperrec_collaborative_model_version", "Collaborative model version "
+                      "served; 0 while none is trained", multiprocess_mode=GAUGE_MODE),
+            )
+        return _made
+
+
+def instrument(app: Flask) -> None:
+    """Count and time every request of ``app`` and serve ``/metrics``.
+
+    Call it before other ``before_request`` hooks (API keys), so refused requests count too.
+    """
+    metrics = _metrics()
+
+    @app.before_request
+    def start_clock() -> None:
+        g.metrics_started = time.perf_counter()
+
+    @app.after_request
+    def count(response: Response) -> Response:
+        # The rule template, never the raw path: one series per route, not per user or paper.
+        route = request.url_rule.rule if request.url_rule else "unmatched"
+        method = request.method if request.method in METHODS else "other"
+        status = response.status_code
+        metrics.requests.labels(route, method, str(status)).inc()
+        started = g.get("metrics_started")
+        if started is not None:
+            metrics.duration.labels(route, method).observe(time.perf_counter() - started)
+        if 200 <= status < 300:
+            action = _feedback_action()
+            if action:
+                metrics.feedback_writes.labels(action).inc()
+        elif status == StoreUnavailable.status and _error_code(response) == StoreUnavailable.code:
+            metrics.redis_errors.inc()
+        return response
+
+    app.register_blueprint(blueprint)
+
+
+@blueprint.get("/metrics")
+def metrics() -> Response:
+    _refresh_served(engine())
+    registry = REGISTRY
+    shared = os.environ.get(MULTIPROC_ENV)
+    if shared:
+        registry = CollectorRegistry()  # a fresh one each scrape, summing every worker's file
+        registry.register(_WorkerFiles(Path(shared)))
+    return Response(generate_latest(registry), mimetype=CONTENT_TYPE_LATEST)
+
+
+class _WorkerFiles(Collector):
+    """Every worker's metric file, summed as ``MultiProcessCollector`` does, passing over the
+    files still empty: a starting worker creates its file and only then sizes it, and reading
+    it in between fails the whole scrape (prometheus/client_python#1199)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def collect(self) -> Iterable[Metric]:
+        files = [str(file) for file in self.path.glob("*.db") if _size(file) > 0]
+        return MultiProcessCollector.merge(files, accumulate=True)
+
+
+def _size(file: Path) -> int:
+    try:
+        return file.stat().st_size
+    except FileNotFoundError:  # a dead worker's gauges, removed since the listing
+        return 0
+
+
+def _refresh_served(recommender: Recommender) -> None:
+    """Set the gauges from the index and model this worker serves (loading newer ones)."""
+    metrics = _metrics()
+    try:
+        index = recommender.index.get()
+        metrics.index_version.set(_number(index.version))
+        metrics.index_papers.set(len(index))
+    except PaperrecError:  # no index yet
+        metrics.index_version.set(0)
+        metrics.index_papers.set(0)
+    recommender.collaborative.get()
+    metrics.model_version.set(_number(recommender.collaborative.version))
+
+
+def _number(version: str | None) -> int:
+    return int(version) if version and version.isdigit() else 0
+
+
+def _feedback_action() -> str | None:
+    """like, dislike or remove when this (successful) request wrote feedback, else None."""
+    if request.endpoint == PUT_FEEDBACK:
+        body = request.get_json(silent=True)
+        signal = body.get("signal") if isinstance(body, dict) else None
+        return signal if signal in ("like", "dislike") else None
+    if request.endpoint == DELETE_FEEDBACK:
+        return "remove"
+    if request.endpoint == FOLLOW_LINK and request.view_args:
+        try:  # the link was verified by the view; read its action again
+            claim = engine().links.verify(request.view_args["token"], time.time())
+        except PaperrecError:
+            return None
+        return claim.action if claim.action in ("like", "dislike") else None
+    return None
+
+
+def _error_code(response: Response) -> str | None:
+    """The ``error.code`` of one of our JSON error bodies (service.errors), else None."""
+    body = response.get_json(silent=True) if response.is_json else None
+    error = body.get("error") if isinstance(body, dict) else None
+    return error.get("code") if isinstance(error, dict) else None
