@@ -80,9 +80,20 @@ def load_secret(explicit: str, data_dir: Path) -> bytes:
         return explicit.encode()
     path = data_dir / "secret.key"
     if not path.exists():
+        # Written whole under a name of its own, then linked into place: link() fails when
+        # the key exists, so when several workers start at once the first key wins and every
+        # process reads that one.
         data_dir.mkdir(parents=True, exist_ok=True)
-        descriptor = os.open(path.with_suffix(".tmp"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        staged = path.with_name(f".secret.key.{os.getpid()}.{secrets.token_hex(4)}")
+        descriptor = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(descriptor, "w") as handle:
             handle.write(secrets.token_urlsafe(32))
-        os.replace(path.with_suffix(".tmp"), path)
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(staged, path)
+        except FileExistsError:
+            pass
+        finally:
+            staged.unlink()
     return path.read_text().strip().encode()
