@@ -30,6 +30,8 @@ COLD_START_DIVERSITY = 0.5  # a list for a user without likes spreads across the
 DENSITY_WEIGHT = 0.01  # breaks ties in favour of mainstream papers (dense neighbourhoods)
 SERVED_PENALTY = 0.15  # subtracted from papers already served (unless they are excluded)
 SCORE_ALL_BELOW = 20_000  # corpora up to this size score every paper; above, candidates
+SEARCH_QUERIES = 8  # at most this many index searches per list: one per interest of the user
+POPULAR_POOL = 1_000  # the most liked papers, kept sorted for the candidate pool
 MMR_POOL = 30  # diversity re-ranks at least this many best papers (and 3 x what is asked)
 
 Search = Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray]]
@@ -50,18 +52,19 @@ class RankingContext:
     cf_rows: np.ndarray = field(init=False)  # CF item -> row here (-1: not in this index)
     cf_item_evidence: np.ndarray = field(init=False)  # (n,) CF training likes per row
     popularity: np.ndarray = field(init=False)  # (n,) log(1 + likes), scaled to [0, 1]
+    popular_rows: np.ndarray = field(init=False)  # the POPULAR_POOL most liked rows, best first
     density: np.ndarray = field(init=False)  # (n,) mean similarity to the nearest papers
 
     def with_like_counts(self, like_counts: np.ndarray) -> RankingContext:
         """The same context with fresh like counts (cheap: nothing else is recomputed)."""
         fresh = copy.copy(self)
         fresh.like_counts = like_counts
-        fresh.popularity = _popularity(like_counts)
+        fresh.popularity, fresh.popular_rows = _popularity(like_counts)
         return fresh
 
     def __post_init__(self) -> None:
         n = len(self.item_ids)
-        self.popularity = _popularity(self.like_counts)
+        self.popularity, self.popular_rows = _popularity(self.like_counts)
         self.density = np.asarray(self.neighbour_sims[:, :10], dtype=np.float32).mean(axis=1)
         self.cf_item_evidence = np.zeros(n, dtype=np.float32)
         self.cf_rows = np.zeros(0, dtype=np.int64)
@@ -117,11 +120,14 @@ def rank(
     served = np.zeros(0, np.int64) if served is None else np.asarray(served, dtype=np.int64)
     want = offset + k
     cf_all = _collaborative(ctx, liked)
-    candidates = _candidates(ctx, liked, cf_all, want)
+    queries = expand_queries(ctx.vectors, ctx.neighbours, ctx.neighbour_sims, liked)
+    candidates = _candidates(ctx, liked, queries, cf_all, want)
 
-    vecs = ctx.vectors[candidates]
+    # Every paper, or the candidates: indexing a memory-mapped array copies, so only then.
+    vecs = np.asarray(ctx.vectors) if candidates is None else ctx.vectors[candidates]
+    if candidates is None:
+        candidates = np.arange(len(ctx.item_ids))
     if len(liked):
-        queries = expand_queries(ctx.vectors, ctx.neighbours, ctx.neighbour_sims, liked)
         sims = vecs @ queries.T
         best = sims.argmax(axis=1)
         # Half the nearest liked paper (each interest is served), half all of them (papers
@@ -157,20 +163,44 @@ def rank(
 
 
 def _candidates(
-    ctx: RankingContext, liked: np.ndarray, cf_all: np.ndarray, want: int
-) -> np.ndarray:
+    ctx: RankingContext, liked: np.ndarray, queries: np.ndarray, cf_all: np.ndarray, want: int
+) -> np.ndarray | None:
+    """The rows worth scoring; None for all of them (small corpora).
+
+    For a large corpus: the most popular papers, each liked paper's stored neighbours (no
+    search needed), the index's nearest papers to each interest of the user (its expanded
+    likes, or for many likes SEARCH_QUERIES clusters of them, so a list costs a bounded
+    number of searches), and the collaborative model's best.
+    """
     n = len(ctx.item_ids)
     if n <= SCORE_ALL_BELOW or ctx.search is None:
-        return np.arange(n)
-    per_query = max(200, 4 * want)
-    pools = [np.argsort(-ctx.popularity)[:per_query]]
+        return None
+    per_query = max(100, 4 * want)  # an HNSW search costs about the same up to k=efSearch
+    pools = [ctx.popular_rows[:per_query]]
     if len(liked):
-        queries = expand_queries(ctx.vectors, ctx.neighbours, ctx.neighbour_sims, liked)
-        rows, _ = ctx.search(queries, per_query)
-        pools.append(rows[rows >= 0])
+        pools.append(np.asarray(ctx.neighbours[liked]).ravel())
+        rows, _ = ctx.search(_interests(queries, SEARCH_QUERIES), per_query)
+        pools.append(rows.ravel())
         if cf_all.any():
             pools.append(np.argpartition(-cf_all, per_query)[:per_query])
-    return np.unique(np.concatenate(pools))
+    found = np.unique(np.concatenate(pools).astype(np.int64))
+    return found[found >= 0]
+
+
+def _interests(queries: np.ndarray, most: int, rounds: int = 5) -> np.ndarray:
+    """At most ``most`` query vectors standing for ``queries``: themselves when few, else the
+    centres of a small spherical k-means (deterministic: seeded with evenly spaced rows)."""
+    if len(queries) <= most:
+        return queries
+    centres = queries[np.linspace(0, len(queries) - 1, most).astype(np.int64)].copy()
+    for _ in range(rounds):
+        nearest = (queries @ centres.T).argmax(axis=1)
+        for c in range(most):
+            members = queries[nearest == c]
+            if len(members):
+                centres[c] = members.sum(axis=0)
+        centres /= np.maximum(np.linalg.norm(centres, axis=1, keepdims=True), 1e-12)
+    return centres
 
 
 def _collaborative(ctx: RankingContext, liked: np.ndarray) -> np.ndarray:
@@ -213,10 +243,14 @@ def _popularity_weight(likes: int) -> float:
     return POPULARITY_WEIGHT / likes**2
 
 
-def _popularity(like_counts: np.ndarray) -> np.ndarray:
+def _popularity(like_counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """log(1 + likes) scaled to [0, 1], and the POPULAR_POOL most liked rows, best first."""
     logs = np.log1p(np.asarray(like_counts, dtype=np.float32))
     top = float(logs.max()) if len(logs) else 0.0
-    return logs / top if top > 0 else logs
+    scaled = logs / top if top > 0 else logs
+    pool = min(POPULAR_POOL, len(scaled))
+    best = np.argpartition(-scaled, pool - 1)[:pool] if pool else np.zeros(0, np.int64)
+    return scaled, best[np.argsort(-scaled[best], kind="stable")]
 
 
 def mmr(vectors: np.ndarray, relevance: np.ndarray, k: int, diversity: float) -> np.ndarray:

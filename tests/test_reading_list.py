@@ -150,3 +150,40 @@ def test_candidates_from_each_liked_paper_match_scoring_every_paper(
     assert rows(rank(large, liked, np.array([], int), 10).rows) == everything
     assert rows(rank(large, liked, np.array([], int), 10, diversity=1.0).rows) == spread
     assert {r < 20 for r in spread} == {True, False}  # both interests are served
+
+
+def test_many_likes_cost_a_bounded_number_of_searches_and_lose_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A reader with 36 likes across twelve topics: the large-corpus path makes at most
+    SEARCH_QUERIES searches, yet ranks exactly as scoring every paper does."""
+    rng = np.random.default_rng(3)
+    axes = np.eye(DIM)
+    vectors = np.vstack([cluster(rng, axes[t], 15, 0.5) for t in range(12)]
+                        + [cluster(rng, np.zeros(DIM), 600, np.sqrt(DIM))]).astype(np.float32)
+    ctx = build_context(vectors, np.zeros(len(vectors)), None,
+                        [f"p{i}" for i in range(len(vectors))])
+    liked = np.array([15 * t + i for t in range(12) for i in range(3)])
+    everything = rows(rank(ctx, liked, np.array([], int), 20).rows)
+    searched: list[int] = []
+
+    def exact_search(queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        searched.append(len(queries))
+        scores = queries @ ctx.vectors.T
+        top = np.argsort(-scores, axis=1)[:, :k]
+        return top, np.take_along_axis(scores, top, axis=1)
+
+    monkeypatch.setattr(reading_list, "SCORE_ALL_BELOW", 100)
+    large = RankingContext(ctx.vectors, ctx.neighbours, ctx.neighbour_sims, ctx.like_counts,
+                           ctx.item_ids, search=exact_search)
+    assert rows(rank(large, liked, np.array([], int), 20).rows) == everything
+    assert searched == [reading_list.SEARCH_QUERIES]
+
+
+def test_the_most_liked_papers_are_kept_in_order() -> None:
+    counts = np.zeros(2_000)
+    counts[[5, 900, 1_500]] = [3, 10, 1]
+    ctx = build_context(np.eye(2_000, DIM, dtype=np.float32) + 0.01, counts, None,
+                        [f"p{i}" for i in range(2_000)])
+    assert list(ctx.popular_rows[:3]) == [900, 5, 1_500]
+    assert len(ctx.popular_rows) == reading_list.POPULAR_POOL
