@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+DEFAULT_EMBED_BACKEND = "onnx-int8"  # benchmarks/README.md, "Embedding", says why
 
 
 def _env_int(name: str, default: int) -> int:
@@ -38,6 +39,7 @@ class Settings:
     redis_namespace: str = "paperrec"
     model: str = DEFAULT_MODEL
     embed_batch_size: int = 64
+    embed_backend: str = DEFAULT_EMBED_BACKEND  # torch, onnx or onnx-int8 (see embedder.py)
     index_check_seconds: float = 2.0
     exact_index_max: int = 50_000
     secret_key: str = ""  # empty: a random key kept in data_dir/secret.key
@@ -56,6 +58,7 @@ class Settings:
             redis_namespace=os.environ.get("PAPERREC_REDIS_NAMESPACE") or "paperrec",
             model=os.environ.get("PAPERREC_MODEL") or DEFAULT_MODEL,
             embed_batch_size=_env_int("PAPERREC_EMBED_BATCH_SIZE", 64),
+            embed_backend=os.environ.get("PAPERREC_EMBED_BACKEND") or DEFAULT_EMBED_BACKEND,
             index_check_seconds=_env_float("PAPERREC_INDEX_CHECK_SECONDS", 2.0),
             exact_index_max=_env_int("PAPERREC_EXACT_INDEX_MAX", 50_000),
             secret_key=os.environ.get("PAPERREC_SECRET_KEY", ""),

@@ -105,7 +105,8 @@ class Recommender:
                         "collaborative model", "no model trained yet: run `paperrec train`",
                         settings.index_check_seconds),
             FeedbackStore(client, keys),
-            shared_embedder(settings.model, settings.embed_batch_size),
+            shared_embedder(settings.model, settings.embed_batch_size,
+                            settings.embed_backend),
             SubscriptionStore(client, keys),
             LinkSigner(load_secret(settings.secret_key, settings.data_dir)),
         )

@@ -163,7 +163,7 @@ def paper_vectors(
         settings.model, settings.embed_batch_size, settings.embedding_cache_path,
         [paper.content_hash for paper in papers],
         lambda missing: {p.content_hash: p.text for p in papers if p.content_hash in missing},
-        progress,
+        progress, settings.embed_backend,
     )
 
 
