@@ -11,10 +11,15 @@ is a thin query. Three standard retrieval steps, all unsupervised, fix much of t
 
 The neighbour lists computed here are stored with each index version and reused for query
 expansion; nothing depends on a particular dataset.
+
+``extend_content_space`` adds a few papers to a built space without redoing the whole graph
+(an incremental rebuild). It keeps the previous mean and is exact for the added papers and
+for every paper's augmentation list; see its docstring for what it approximates.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import faiss
@@ -26,6 +31,8 @@ STORED_NEIGHBOURS = 20
 NEIGHBOUR_POWER = 3.0
 HNSW_M = 32
 HNSW_EF = 128
+BLEND_CHUNK = 8192  # papers blended at a time (each gathers its neighbours' vectors)
+REVERSE_CANDIDATES = 64  # approximate (HNSW) extension: candidates searched per added paper
 
 
 @dataclass
@@ -34,6 +41,10 @@ class ContentSpace:
     mean: np.ndarray  # (d,) corpus mean of the raw embeddings (to centre queries)
     neighbours: np.ndarray  # (n, STORED_NEIGHBOURS) int32 rows, best first (-1: none)
     neighbour_sims: np.ndarray  # (n, STORED_NEIGHBOURS) float32
+    # The augmentation graph in the centred space (what DBA blended), kept so that an
+    # incremental build can tell whose augmented vector a new paper changes.
+    augment_neighbours: np.ndarray | None = None  # (n, AUGMENT_NEIGHBOURS) int32
+    augment_sims: np.ndarray | None = None  # (n, AUGMENT_NEIGHBOURS) float32
 
 
 def normalise(matrix: np.ndarray) -> np.ndarray:
@@ -65,19 +76,164 @@ def nearest_neighbours(
     return rows.astype(np.int32), sims.astype(np.float32)
 
 
-def _blend(base: np.ndarray, rows: np.ndarray, sims: np.ndarray) -> np.ndarray:
+def _blend(base: np.ndarray, rows: np.ndarray, sims: np.ndarray,
+           own: np.ndarray | None = None) -> np.ndarray:
+    """DBA: each row (or each of ``own``) plus its neighbours ``rows``, weighted sim**3."""
     weights = np.where(rows >= 0, np.maximum(sims, 0.0) ** NEIGHBOUR_POWER, 0.0)
-    return normalise(base + np.einsum("...k,...kd->...d", weights, base[np.maximum(rows, 0)]))
+    mine = base if own is None else base[own]
+    return normalise(mine + np.einsum("...k,...kd->...d", weights, base[np.maximum(rows, 0)]))
 
 
-def build_content_space(raw: np.ndarray, exact_max: int = 50_000) -> ContentSpace:
+def build_content_space(raw: np.ndarray, exact_max: int = 50_000,
+                        mean: np.ndarray | None = None) -> ContentSpace:
+    """The whole space from scratch; ``mean`` (default: the corpus mean) centres it."""
     raw = np.asarray(raw, dtype=np.float32)
-    mean = raw.mean(axis=0)
+    mean = raw.mean(axis=0) if mean is None else np.asarray(mean, dtype=np.float32)
     centred = normalise(raw - mean)
-    rows, sims = nearest_neighbours(centred, AUGMENT_NEIGHBOURS, exact_max)
-    augmented = _blend(centred, rows, sims)
+    aug_rows, aug_sims = nearest_neighbours(centred, AUGMENT_NEIGHBOURS, exact_max)
+    augmented = np.empty_like(centred)
+    for start in range(0, len(centred), BLEND_CHUNK):  # all at once: 15 GB at 1M papers
+        part = np.arange(start, min(len(centred), start + BLEND_CHUNK))
+        augmented[part] = _blend(centred, aug_rows[part], aug_sims[part], own=part)
     rows, sims = nearest_neighbours(augmented, STORED_NEIGHBOURS, exact_max)
-    return ContentSpace(augmented, mean.astype(np.float32), rows, sims)
+    return ContentSpace(augmented, mean.astype(np.float32), rows, sims, aug_rows, aug_sims)
+
+
+# (added rows, their vectors) -> (rows, K) candidate rows to score for each, -1 for none
+Candidates = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+def extend_augmentation(
+    prev: ContentSpace, raw: np.ndarray, candidates: Candidates | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Step 1 of an incremental build: the augmented vectors with papers appended.
+
+    ``raw`` holds the previous papers' raw embeddings in the previous order, then the added
+    ones. Centred on the previous mean. The added papers get their augmentation lists; each
+    old paper that an added one enters the top AUGMENT_NEIGHBOURS of (beats its current
+    worst) gets its list merged; exactly those papers and the added ones are re-blended.
+    With ``candidates=None`` every similarity is computed (exact: the result is what
+    ``build_content_space(raw, mean=prev.mean)`` gives); otherwise only the rows
+    ``candidates`` proposes for each added paper are scored (for large corpora).
+
+    Returns (vectors, augment_neighbours, augment_sims, old rows whose vector changed).
+    """
+    if prev.augment_neighbours is None or prev.augment_sims is None:
+        raise ValueError("the previous space has no augmentation graph to extend")
+    n_old = len(prev.vectors)
+    centred = normalise(np.asarray(raw, dtype=np.float32) - prev.mean)
+    old_rows = np.asarray(prev.augment_neighbours)
+    old_sims = np.asarray(prev.augment_sims)
+    add_rows, add_sims, gains = _lists_for_added(centred, n_old, old_rows.shape[1],
+                                                 old_sims[:, -1], candidates)
+    gainers, merged_rows, merged_sims = _merge(old_rows, old_sims, gains)
+    aug_rows = np.concatenate([old_rows, add_rows]).astype(np.int32)
+    aug_sims = np.concatenate([old_sims, add_sims]).astype(np.float32)
+    aug_rows[gainers], aug_sims[gainers] = merged_rows, merged_sims
+    vectors = np.empty_like(centred)
+    vectors[:n_old] = prev.vectors
+    redo = np.concatenate([gainers, np.arange(n_old, len(centred))])
+    for start in range(0, len(redo), BLEND_CHUNK):
+        part = redo[start : start + BLEND_CHUNK]
+        vectors[part] = _blend(centred, aug_rows[part], aug_sims[part], own=part)
+    return vectors, aug_rows, aug_sims, gainers
+
+
+def extend_neighbours(
+    prev: ContentSpace, vectors: np.ndarray, changed: np.ndarray, candidates: Candidates | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Step 2: the stored neighbour lists over ``vectors`` (old rows first, then added).
+
+    Added papers are searched against every paper (exactly when ``candidates`` is None).
+    Old papers keep their list's members with similarities recomputed where either end's
+    vector changed, and take in each added paper that now beats their worst member.
+    Approximation: an old paper does not take in an OLD paper whose vector changed so as to
+    newly enter its top list, nor drop below-list old papers back in (DBA changes from 1%
+    new papers are small; benchmarks/README.md, "Rebuild", measures the agreement).
+    """
+    n_old = len(prev.neighbours)
+    rows = np.array(prev.neighbours, dtype=np.int32)
+    sims = np.array(prev.neighbour_sims, dtype=np.float32)
+    is_changed = np.zeros(len(vectors), dtype=bool)
+    is_changed[changed] = True
+    stale = is_changed[:n_old, None] | (is_changed[np.maximum(rows, 0)] & (rows >= 0))
+    at_row, at_col = np.nonzero(stale)
+    for start in range(0, len(at_row), 1 << 18):
+        r, c = at_row[start : start + (1 << 18)], at_col[start : start + (1 << 18)]
+        sims[r, c] = np.einsum("id,id->i", vectors[r], vectors[rows[r, c]])
+    resort = np.unique(at_row)
+    order = np.argsort(-sims[resort], axis=1, kind="stable")
+    rows[resort] = np.take_along_axis(rows[resort], order, axis=1)
+    sims[resort] = np.take_along_axis(sims[resort], order, axis=1)
+    add_rows, add_sims, gains = _lists_for_added(vectors, n_old, rows.shape[1], sims[:, -1],
+                                                 candidates)
+    gainers, merged_rows, merged_sims = _merge(rows, sims, gains)
+    rows[gainers], sims[gainers] = merged_rows, merged_sims
+    return np.concatenate([rows, add_rows]), np.concatenate([sims, add_sims])
+
+
+Gains = tuple[np.ndarray, np.ndarray, np.ndarray]  # (old row, added row, similarity)
+
+
+def _lists_for_added(
+    space: np.ndarray, n_old: int, k: int, worst: np.ndarray, candidates: Candidates | None
+) -> tuple[np.ndarray, np.ndarray, Gains]:
+    """The top-k list of every added row, and each (old row, added row) pair whose
+    similarity beats the old row's current worst, ``worst[old row]``."""
+    n = len(space)
+    added = np.arange(n_old, n)
+    out_rows = np.zeros((len(added), k), np.int32)
+    out_sims = np.zeros((len(added), k), np.float32)
+    gains: list[list[np.ndarray]] = [[], [], []]
+    chunk = max(1, (1 << 25) // n) if candidates is None else 1024
+    for start in range(0, len(added), chunk):
+        query = added[start : start + chunk]
+        if candidates is None:
+            sims = space[query] @ space.T
+            ids = np.broadcast_to(np.arange(n), sims.shape)
+        else:
+            ids = candidates(query, space[query])
+            sims = np.einsum("qd,qkd->qk", space[query], space[np.maximum(ids, 0)])
+            sims[ids < 0] = -np.inf
+        sims[ids == query[:, None]] = -np.inf
+        best = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+        best_sims = np.take_along_axis(sims, best, axis=1)
+        order = np.argsort(-best_sims, axis=1, kind="stable")
+        out_rows[start : start + len(query)] = np.take_along_axis(
+            np.take_along_axis(ids, best, axis=1), order, axis=1)
+        out_sims[start : start + len(query)] = np.take_along_axis(best_sims, order, axis=1)
+        old = (ids >= 0) & (ids < n_old)
+        old &= sims > worst[np.clip(ids, 0, n_old - 1)]
+        at_query, at_col = np.nonzero(old)
+        gains[0].append(ids[at_query, at_col])
+        gains[1].append(query[at_query])
+        gains[2].append(sims[at_query, at_col])
+    out_rows[~np.isfinite(out_sims)] = -1
+    joined = [np.concatenate(g) if g else np.zeros(0) for g in gains]
+    return out_rows, out_sims, (joined[0].astype(np.int64), joined[1].astype(np.int64),
+                                joined[2].astype(np.float32))
+
+
+def _merge(rows: np.ndarray, sims: np.ndarray,
+           gains: Gains) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Merge each gaining old row's list with its gains; (gaining rows, new lists)."""
+    owner, row, sim = gains
+    k = rows.shape[1]
+    order = np.lexsort((-sim, owner))
+    owner, row, sim = owner[order], row[order], sim[order]
+    gainers, first, counts = np.unique(owner, return_index=True, return_counts=True)
+    slot = np.arange(len(owner)) - np.repeat(first, counts)
+    keep = slot < k  # an old row can take at most k gains
+    extra_rows = np.full((len(gainers), k), -1, np.int32)
+    extra_sims = np.full((len(gainers), k), -np.inf, np.float32)
+    at = np.repeat(np.arange(len(gainers)), counts)[keep]
+    extra_rows[at, slot[keep]] = row[keep]
+    extra_sims[at, slot[keep]] = sim[keep]
+    both_rows = np.concatenate([rows[gainers], extra_rows], axis=1)
+    both_sims = np.concatenate([sims[gainers], extra_sims], axis=1)
+    best = np.argsort(-both_sims, axis=1, kind="stable")[:, :k]
+    return (gainers, np.take_along_axis(both_rows, best, axis=1),
+            np.take_along_axis(both_sims, best, axis=1))
 
 
 def expand_queries(

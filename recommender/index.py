@@ -2,8 +2,15 @@
 
 Each version directory holds ``index.faiss``, ``vectors.npy`` (retrieval vectors, see
 ``content_space``), ``mean.npy``, ``neighbours.npy``, ``neighbour_sims.npy``, ``days.npy``
-(publication day per paper, NaN when unknown), ``ids.json`` and ``meta.json``. Publishing
-and following versions is ``versions.VersionedDir`` / ``LiveVersion``.
+(publication day per paper, NaN when unknown), ``ids.json`` and ``meta.json``, plus what
+an incremental build starts from: ``hashes.json`` (content hash per paper) and the
+augmentation graph (``augment_neighbours.npy``, ``augment_sims.npy``). Publishing and
+following versions is ``versions.VersionedDir`` / ``LiveVersion``.
+
+A publish is incremental when the previous version can be extended (same embedding model,
+same index kind, only papers added, at most MAX_ADDED_FRACTION of the last full build's
+papers added since it, mean drift at most MAX_MEAN_DRIFT; see ``_incremental_base``), and
+full otherwise. Both write a whole new version through ``VersionedDir.publish``.
 """
 
 from __future__ import annotations
@@ -18,12 +25,26 @@ from typing import Any
 import faiss
 import numpy as np
 
-from .content_space import HNSW_EF, HNSW_M, ContentSpace, build_content_space
+from .content_space import (
+    AUGMENT_NEIGHBOURS,
+    HNSW_EF,
+    HNSW_M,
+    REVERSE_CANDIDATES,
+    STORED_NEIGHBOURS,
+    ContentSpace,
+    build_content_space,
+    extend_augmentation,
+    extend_neighbours,
+    normalise,
+)
 from .errors import IndexNotReady, NotFound
 from .versions import LiveVersion, VersionedDir
 
 NO_INDEX = "no index version has been published yet: run `paperrec rebuild-index`"
 REBUILD = "run `paperrec rebuild-index` to publish a good version"
+# An incremental build extends the previous version; past these limits a full one runs.
+MAX_ADDED_FRACTION = 0.10  # papers added since the last full build, over its paper count
+MAX_MEAN_DRIFT = 0.02  # |corpus mean - kept mean| over the rms distance of papers to it
 
 
 @dataclass
@@ -81,6 +102,76 @@ def build_faiss(vectors: np.ndarray, exact_max: int) -> Any:
     return index
 
 
+def mean_drift(raw: np.ndarray, mean: np.ndarray) -> float:
+    """How far the corpus mean moved from ``mean``, relative to the papers' spread."""
+    spread = float(np.sqrt(np.mean(np.sum((raw - mean) ** 2, axis=1))))
+    return float(np.linalg.norm(raw.mean(axis=0) - mean)) / max(spread, 1e-12)
+
+
+@dataclass
+class _Base:
+    """A previous version to extend, and the order that puts its papers first."""
+
+    space: ContentSpace
+    faiss_index: Any  # read from the previous version's file: ours to change
+    full_count: int
+    order: np.ndarray
+    drift: float
+
+    def reorder(self, ids: list[str], raw: np.ndarray, days: np.ndarray,
+                hashes: list[str] | None) -> tuple[list[str], np.ndarray, np.ndarray,
+                                                   list[str] | None]:
+        order = self.order
+        return ([ids[i] for i in order], raw[order], np.asarray(days)[order],
+                None if hashes is None else [hashes[i] for i in order])
+
+    def extend(self, raw: np.ndarray, exact_max: int) -> tuple[ContentSpace, Any,
+                                                               dict[str, Any]]:
+        n_old, n = len(self.space.vectors), len(raw)
+        exact = n <= exact_max
+        old_index = self.faiss_index
+        augment_candidates = None
+        if not exact:
+            # Candidates for the centred space: the previous (augmented) index, which DBA
+            # keeps close to it, plus the added papers among themselves; scored exactly.
+            added_index = build_faiss(normalise(raw[n_old:] - self.space.mean), exact_max)
+
+            def augment_candidates(rows: np.ndarray, queries: np.ndarray) -> np.ndarray:
+                _, old = old_index.search(queries, REVERSE_CANDIDATES)
+                _, new = added_index.search(queries, AUGMENT_NEIGHBOURS + 1)
+                return np.concatenate([old, np.where(new >= 0, new + n_old, -1)], axis=1)
+
+        vectors, aug_rows, aug_sims, changed = extend_augmentation(self.space, raw,
+                                                                   augment_candidates)
+        if exact:
+            index = build_faiss(vectors, exact_max)
+            rows, sims = extend_neighbours(self.space, vectors, changed, None)
+        else:
+            index = old_index
+            refresh_stored_vectors(index, changed, vectors[changed])
+            index.add(np.ascontiguousarray(vectors[n_old:]))
+
+            def stored_candidates(rows: np.ndarray, queries: np.ndarray) -> np.ndarray:
+                return np.asarray(index.search(queries, REVERSE_CANDIDATES + 1)[1])
+
+            rows, sims = extend_neighbours(self.space, vectors, changed, stored_candidates)
+        space = ContentSpace(vectors, np.asarray(self.space.mean), rows, sims, aug_rows,
+                             aug_sims)
+        build = {"build": "incremental", "full_build_count": self.full_count,
+                 "build_reason": f"{n - n_old} papers added, {len(changed)} existing papers' "
+                                 f"vectors changed, mean drift {self.drift:.4f}"}
+        return space, index, build
+
+
+def refresh_stored_vectors(index: Any, rows: np.ndarray, vectors: np.ndarray) -> None:
+    """Overwrite the vectors an HNSW index holds for these rows, in place. The graph's links
+    stay as they were built (chosen for the old vectors: close, since only a neighbour or
+    two of each changed); the scores it returns are those of the new vectors."""
+    storage: Any = faiss.downcast_index(index.storage)
+    flat = faiss.rev_swig_ptr(storage.get_xb(), storage.ntotal * storage.d)
+    flat.reshape(storage.ntotal, storage.d)[rows] = vectors
+
+
 class IndexStore:
     """Publishes and loads index versions under one directory."""
 
@@ -91,43 +182,125 @@ class IndexStore:
         return self.dir.current()
 
     def publish(self, ids: list[str], raw: np.ndarray, days: np.ndarray, model: str,
-                exact_max: int) -> PaperIndex:
+                exact_max: int, hashes: list[str] | None = None, embedding: str | None = None,
+                full: bool = False) -> PaperIndex:
+        """Publish a version over these papers: incremental when the previous version can
+        be extended (needs ``hashes``), full when ``full`` or it cannot. ``embedding`` names
+        the vectors' model variant (default: ``model``); meta["build"] says which ran and
+        meta["build_reason"] why."""
         if len(ids) != len(raw) or len(ids) != len(days) or not ids:
             raise ValueError("an index needs at least one paper, and one vector and day per id")
-        space = build_content_space(raw, exact_max)
-        index = build_faiss(space.vectors, exact_max)
+        if hashes is not None and len(hashes) != len(ids):
+            raise ValueError("one content hash per paper id is needed")
+        raw = np.asarray(raw, dtype=np.float32)
+        embedding = embedding or model
+        base = "a full build was asked for" if full else self._incremental_base(
+            ids, raw, hashes, embedding, exact_max)
+        if isinstance(base, str):
+            space = build_content_space(raw, exact_max)
+            index = build_faiss(space.vectors, exact_max)
+            build = {"build": "full", "build_reason": base, "full_build_count": len(ids)}
+        else:
+            ids, raw, days, hashes = base.reorder(ids, raw, days, hashes)
+            space, index, build = base.extend(raw, exact_max)
         meta = {
             "model": model,
+            "embedding": embedding,
             "dim": int(raw.shape[1]),
             "count": len(ids),
             "kind": "exact" if isinstance(index, faiss.IndexFlatIP) else "hnsw",
             "created_at": time.time(),
+            **build,
         }
 
         def write(folder: Path, version: str) -> None:
             faiss.write_index(index, str(folder / "index.faiss"))
             for name, array in (("vectors", space.vectors), ("mean", space.mean),
                                 ("neighbours", space.neighbours),
-                                ("neighbour_sims", space.neighbour_sims), ("days", days)):
-                np.save(folder / f"{name}.npy", array)
+                                ("neighbour_sims", space.neighbour_sims), ("days", days),
+                                ("augment_neighbours", space.augment_neighbours),
+                                ("augment_sims", space.augment_sims)):
+                if array is not None:
+                    np.save(folder / f"{name}.npy", array)
             (folder / "ids.json").write_text(json.dumps(ids))
+            if hashes is not None:
+                (folder / "hashes.json").write_text(json.dumps(hashes))
             (folder / "meta.json").write_text(json.dumps({"version": version, **meta}, indent=2))
 
         version = self.dir.publish(write)
         return PaperIndex(version, ids, space, days, index, {"version": version, **meta})
 
-    def load(self, version: str) -> PaperIndex:
+    def _incremental_base(self, ids: list[str], raw: np.ndarray, hashes: list[str] | None,
+                          embedding: str, exact_max: int) -> _Base | str:
+        """The previous version to extend, or why a full build runs instead."""
+        if hashes is None:
+            return "no content hashes were given"
+        try:
+            version = self.current_version()
+            if version is None:
+                return "there is no previous version"
+            prev = self.load(version, shared=False)
+            folder = self.dir.path(version)
+            old_hashes = json.loads((folder / "hashes.json").read_text())
+            aug_rows = np.load(folder / "augment_neighbours.npy")
+            aug_sims = np.load(folder / "augment_sims.npy")
+        except Exception as exc:  # noqa: BLE001 - damaged in any way (faiss, numpy, json)
+            problem = f"{type(exc).__name__}: {exc}"[:200]
+            return f"the previous version cannot be extended ({problem})"
+        n_old = len(prev.ids)
+        kind = "exact" if len(ids) <= exact_max else "hnsw"
+        if prev.meta.get("embedding", prev.model) != embedding:
+            return f"the embedding model changed ({prev.meta.get('embedding', prev.model)})"
+        if prev.meta.get("dim") != raw.shape[1] or prev.meta.get("kind") != kind:
+            return f"the index kind or dimension changes ({prev.meta.get('kind')} -> {kind})"
+        if (not isinstance(old_hashes, list) or len(old_hashes) != n_old
+                or aug_rows.shape != (n_old, AUGMENT_NEIGHBOURS)
+                or aug_sims.shape != aug_rows.shape or n_old <= STORED_NEIGHBOURS + 1
+                or prev.space.neighbours.shape != (n_old, STORED_NEIGHBOURS)):
+            return "the previous version is too small or lacks what an extension needs"
+        position = {pid: i for i, pid in enumerate(ids)}
+        removed = sum(pid not in position for pid in prev.ids)
+        if removed:
+            return f"{removed} papers were removed"
+        changed = sum(hashes[position[pid]] != h for pid, h in zip(prev.ids, old_hashes,
+                                                                    strict=True))
+        if changed:
+            return f"{changed} papers changed"
+        full_count = int(prev.meta.get("full_build_count", n_old))
+        if len(ids) - full_count > MAX_ADDED_FRACTION * full_count:
+            return (f"{len(ids) - full_count} papers were added since the last full build, "
+                    f"over {MAX_ADDED_FRACTION:.0%} of its {full_count}")
+        drift = mean_drift(raw, prev.space.mean)
+        if drift > MAX_MEAN_DRIFT:
+            return f"the corpus mean drifted by {drift:.3f} (over {MAX_MEAN_DRIFT})"
+        old_rows = np.array([position[pid] for pid in prev.ids], dtype=np.int64)
+        is_old = np.zeros(len(ids), dtype=bool)
+        is_old[old_rows] = True
+        order = np.concatenate([old_rows, np.flatnonzero(~is_old)])
+        space = ContentSpace(prev.space.vectors, prev.space.mean, prev.space.neighbours,
+                             prev.space.neighbour_sims, aug_rows, aug_sims)
+        return _Base(space, prev.faiss_index, full_count, order, drift)
+
+
+    def load(self, version: str, shared: bool = True) -> PaperIndex:
         """Load a version, checking that its files agree (a damaged version raises here,
-        once, rather than failing requests later)."""
+        once, rather than failing requests later).
+
+        ``shared``: the files are memory-mapped, read-only, so the workers of one machine
+        hold one copy of a large index in the page cache, not one each. An index that will
+        be changed (extended by an incremental build) is read into memory instead."""
         folder = self.dir.path(version)
         meta = json.loads((folder / "meta.json").read_text())
         ids = json.loads((folder / "ids.json").read_text())
         if not isinstance(meta, dict) or not isinstance(ids, list):
             raise ValueError(f"index version {version} is damaged: meta.json or ids.json "
                              f"is not what rebuild-index writes")
-        arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="r")
+        # Mapped, not read (shared by the workers); as plain arrays over the mapping, since
+        # numpy.memmap's own indexing costs milliseconds a reading list.
+        arrays = {name: np.asarray(np.load(folder / f"{name}.npy", mmap_mode="r"))
                   for name in ("vectors", "mean", "neighbours", "neighbour_sims", "days")}
-        index = faiss.read_index(str(folder / "index.faiss"))
+        index = faiss.read_index(str(folder / "index.faiss"),
+                                 faiss.IO_FLAG_MMAP_IFC if shared else 0)
         if hasattr(index, "hnsw"):
             index.hnsw.efSearch = HNSW_EF
         vectors, neighbours = arrays["vectors"], arrays["neighbours"]

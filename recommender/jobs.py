@@ -12,7 +12,7 @@ import numpy as np
 from .collaborative import CollaborativeModel
 from .config import Settings
 from .corpus import CorpusStore, UpsertCounts
-from .embedder import cached_vectors
+from .embedder import cached_vectors, shared_embedder
 from .errors import InvalidInput
 from .feedback import FeedbackStore
 from .index import IndexStore
@@ -78,14 +78,20 @@ class RebuildSummary:
     papers: int
     embedded: int
     seconds: float
+    build: str = "full"  # or "incremental"
+    reason: str = ""
 
     def __str__(self) -> str:
         return (f"published index version {self.version}: {self.papers} papers, "
-                f"{self.embedded} newly embedded, {self.seconds:.1f} s")
+                f"{self.embedded} newly embedded, {self.seconds:.1f} s, {self.build} build "
+                f"({self.reason})")
 
 
-def rebuild_index(settings: Settings, progress: bool = True) -> RebuildSummary:
-    """Embed what is new or changed, build a FAISS index over every paper, publish it."""
+def rebuild_index(settings: Settings, progress: bool = True,
+                  full: bool = False) -> RebuildSummary:
+    """Embed what is new or changed, then publish an index over every paper: extending the
+    previous version when only a few papers were added (see ``IndexStore.publish``), built
+    from scratch when ``full`` or when it cannot be extended."""
     started = time.perf_counter()
     corpus = CorpusStore(settings.corpus_path)
     try:
@@ -105,13 +111,18 @@ def rebuild_index(settings: Settings, progress: bool = True) -> RebuildSummary:
 
         vectors, embedded = cached_vectors(settings.model, settings.embed_batch_size,
                                            settings.embedding_cache_path, hashes, texts_of,
-                                           progress)
+                                           progress, settings.embed_backend)
+        # The variant cached_vectors used (model and backend): vectors of another never mix.
+        embedding = shared_embedder(settings.model, settings.embed_batch_size,
+                                    settings.embed_backend).variant
         index = IndexStore(settings.index_dir).publish(
-            ids, vectors, days, settings.model, settings.exact_index_max
+            ids, vectors, days, settings.model, settings.exact_index_max, hashes=hashes,
+            embedding=embedding, full=full,
         )
     finally:
         corpus.close()
-    return RebuildSummary(index.version, len(ids), embedded, time.perf_counter() - started)
+    return RebuildSummary(index.version, len(ids), embedded, time.perf_counter() - started,
+                          str(index.meta["build"]), str(index.meta["build_reason"]))
 
 
 

@@ -66,9 +66,14 @@ def _parser() -> argparse.ArgumentParser:
         "rebuild-index", help="embed new papers and publish a new index version",
         description="Embed papers that are new or changed since the last build (cached by "
         "content hash), build a FAISS index over all papers and publish it atomically. A "
-        "running service switches to it within seconds.",
+        "running service switches to it within seconds. When only papers were added (at most "
+        "10% since the last full build, same model), the previous version is extended "
+        "instead of rebuilt: the neighbour graph is updated around the new papers only. The "
+        "summary says which kind ran and why.",
     )
     rebuild.add_argument("--quiet", action="store_true", help="no progress bar")
+    rebuild.add_argument("--full", action="store_true",
+                         help="rebuild everything from scratch (recomputes the corpus mean)")
     rebuild.set_defaults(run=_rebuild)
 
     train = sub.add_parser(
@@ -165,7 +170,8 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _rebuild(args: argparse.Namespace, settings: Settings) -> int:
-    print(f"rebuild-index: {jobs.rebuild_index(settings, progress=not args.quiet)}")
+    summary = jobs.rebuild_index(settings, progress=not args.quiet, full=args.full)
+    print(f"rebuild-index: {summary}")
     return 0
 
 
