@@ -34,6 +34,18 @@ def rows(ranked_rows: np.ndarray) -> list[int]:
     return [int(r) for r in ranked_rows]
 
 
+def exact_search(vectors: np.ndarray, calls: list[int]) -> reading_list.Search:
+    """Brute-force top-k, standing in for the FAISS index; ``calls`` gets each batch size."""
+
+    def search(queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        calls.append(len(queries))
+        scores = queries @ vectors.T
+        top = np.argsort(-scores, axis=1)[:, :k]
+        return top, np.take_along_axis(scores, top, axis=1)
+
+    return search
+
+
 def test_papers_on_the_liked_topic_come_first_and_rated_papers_never() -> None:
     ctx = two_topics()
     top = rows(rank(ctx, np.array([0, 1]), np.array([50]), 100).rows)
@@ -139,14 +151,9 @@ def test_candidates_from_each_liked_paper_match_scoring_every_paper(
     everything = rows(rank(ctx, liked, np.array([], int), 10).rows)
     spread = rows(rank(ctx, liked, np.array([], int), 10, diversity=1.0).rows)
 
-    def exact_search(queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        scores = queries @ ctx.vectors.T
-        top = np.argsort(-scores, axis=1)[:, :k]
-        return top, np.take_along_axis(scores, top, axis=1)
-
     monkeypatch.setattr(reading_list, "SCORE_ALL_BELOW", 100)
     large = RankingContext(ctx.vectors, ctx.neighbours, ctx.neighbour_sims, ctx.like_counts,
-                           ctx.item_ids, search=exact_search)
+                           ctx.item_ids, search=exact_search(ctx.vectors, []))
     assert rows(rank(large, liked, np.array([], int), 10).rows) == everything
     assert rows(rank(large, liked, np.array([], int), 10, diversity=1.0).rows) == spread
     assert {r < 20 for r in spread} == {True, False}  # both interests are served
@@ -166,16 +173,9 @@ def test_many_likes_cost_a_bounded_number_of_searches_and_lose_nothing(
     liked = np.array([15 * t + i for t in range(12) for i in range(3)])
     everything = rows(rank(ctx, liked, np.array([], int), 20).rows)
     searched: list[int] = []
-
-    def exact_search(queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        searched.append(len(queries))
-        scores = queries @ ctx.vectors.T
-        top = np.argsort(-scores, axis=1)[:, :k]
-        return top, np.take_along_axis(scores, top, axis=1)
-
     monkeypatch.setattr(reading_list, "SCORE_ALL_BELOW", 100)
     large = RankingContext(ctx.vectors, ctx.neighbours, ctx.neighbour_sims, ctx.like_counts,
-                           ctx.item_ids, search=exact_search)
+                           ctx.item_ids, search=exact_search(ctx.vectors, searched))
     assert rows(rank(large, liked, np.array([], int), 20).rows) == everything
     assert searched == [reading_list.SEARCH_QUERIES]
 
