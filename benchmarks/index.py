@@ -15,20 +15,22 @@ For every size it measures:
 - recall@100: the share of the exact top 100 that the approximate top 100 contains.
 
 The 17k case uses the real citeulike-a embeddings (all-MiniLM-L6-v2, through the embedding
-cache in --data-dir; --embed fills a missing cache, about 3 min on 2 cores) turned into the
+cache in --data-dir; --embed fills a missing cache, minutes on 2 cores) turned into the
 service's retrieval vectors (``build_content_space``). Larger sizes use synthetic 384-d vectors
 shaped like those (see ``synthetic_vectors``). Queries are what the service sends: a random
 paper, expanded with its 10 nearest neighbours (``expand_queries``).
 
 ``--share`` also starts two processes that load the same index file and reports each one's
 RSS and PSS (from /proc/<pid>/smaps_rollup), once with read_index and once memory-mapped:
-that is what N gunicorn workers each hold.
+that is what N gunicorn workers each hold. ``--cold-start`` times the first searches on a
+memory-mapped index evicted from the page cache; ``--calibrate`` compares the real and the
+synthetic vectors at 17k; ``--table`` prints the Markdown table of the results file.
 
-    .venv/bin/python benchmarks/index.py --sizes 17k,100k           # about 10 min on 2 cores
-    .venv/bin/python benchmarks/index.py --sizes 1M --share         # about 1 h on 2 cores
+    .venv/bin/python benchmarks/index.py --sizes 17k,100k --share      # about 11 min, 2 cores
+    .venv/bin/python benchmarks/index.py --sizes 1M --share            # about 30 min, ~6 GB
 
 Prints one JSON document and merges it into benchmarks/results/index.json (one entry per
-size, so sizes can be run separately).
+size, so sizes can be run separately). benchmarks/README.md (Index) has the results.
 """
 
 from __future__ import annotations
@@ -431,6 +433,79 @@ def shared_workers(path: Path, queries_path: Path, params: dict[str, int],
     return out
 
 
+def openmp_per_thread(seed: int) -> dict[str, Any]:
+    """What a gunicorn request thread gets after the worker limits FAISS to one thread in its
+    main thread (as service/server.py does): OpenMP keeps the thread count per thread."""
+    import threading
+
+    faiss.omp_set_num_threads(1)
+    vectors = synthetic_vectors(50_000, seed)
+    index = faiss.IndexHNSWFlat(DIM, HNSW_M, faiss.METRIC_INNER_PRODUCT)
+    index.add(vectors)
+    out: dict[str, Any] = {}
+
+    def measure(label: str, set_here: bool) -> None:
+        if set_here:
+            faiss.omp_set_num_threads(1)
+        wall, cpu = time.perf_counter(), time.process_time()
+        for _ in range(100):
+            index.search(vectors[:8], K)
+        out[label] = {"omp_get_max_threads": faiss.omp_get_max_threads(),
+                      "wall_ms_per_8_row_search": round((time.perf_counter() - wall) * 10, 3),
+                      "cpu_ms_per_8_row_search": round((time.process_time() - cpu) * 10, 3)}
+
+    measure("main thread, after omp_set_num_threads(1)", False)
+    for label, set_here in (("new thread", False), ("new thread, set in it", True)):
+        thread = threading.Thread(target=measure, args=(label, set_here))
+        thread.start()
+        thread.join()
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Cold start: a memory-mapped index whose file is not in the page cache
+
+
+def cold_start(path: Path, queries: np.ndarray, params: dict[str, int]) -> dict[str, Any]:
+    """The first searches (8 rows, k=100) on a memory-mapped index, with the file evicted
+    from the page cache (POSIX_FADV_DONTNEED, this file only) and then: nothing, a
+    posix_fadvise(WILLNEED) hint, or one sequential read of the file."""
+    def evict() -> None:
+        with open(path, "rb") as file:
+            os.posix_fadvise(file.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+
+    def read_through() -> None:
+        buffer = bytearray(1 << 24)
+        with open(path, "rb", buffering=0) as file:
+            while file.readinto(buffer):
+                pass
+
+    def willneed() -> None:
+        with open(path, "rb") as file:
+            os.posix_fadvise(file.fileno(), 0, 0, os.POSIX_FADV_WILLNEED)
+
+    out: dict[str, Any] = {"index_file": path.name,
+                           "file_mb": round(path.stat().st_size / 2**20), **params}
+    faiss.omp_set_num_threads(1)
+    for name, warm in (("cold", None), ("willneed", willneed), ("read_through", read_through)):
+        evict()
+        start = time.perf_counter()
+        if warm is not None:
+            warm()
+        warm_s = time.perf_counter() - start
+        index = faiss.read_index(str(path), faiss.IO_FLAG_MMAP_IFC)
+        set_params(index, params)
+        batches = []
+        for i in range(5):
+            start = time.perf_counter()
+            index.search(queries[8 * i:8 * i + 8], K)
+            batches.append(round((time.perf_counter() - start) * 1e3, 1))
+        out[name] = {"warm_s": round(warm_s, 2), "first_batches_8x100_ms": batches}
+        log(f"{name}: warm-up {warm_s:.2f} s, first 8-query searches {batches} ms")
+        del index
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # One size
 
@@ -677,6 +752,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="where index files are written (default: a temporary directory)")
     parser.add_argument("--keep-files", action="store_true", help="keep the index files")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cold-start", type=Path, metavar="INDEX_FILE",
+                        help="only measure the first searches on a memory-mapped index file "
+                             "(kept with --keep-files) evicted from the page cache")
+    parser.add_argument("--cold-queries", type=Path, metavar="QUERIES_NPY",
+                        help="queries for --cold-start (the queries-<size>.npy in --workdir)")
+    parser.add_argument("--cold-params", default='{"efSearch": 128}',
+                        help='search settings for --cold-start (default {"efSearch": 128})')
+    parser.add_argument("--threads-check", action="store_true",
+                        help="only show the OpenMP thread count a new thread gets after "
+                             "omp_set_num_threads(1) in the main thread")
     parser.add_argument("--calibrate", action="store_true",
                         help="only compare the real citeulike-a vectors with synthetic ones of "
                              "the same size (what synthetic_vectors was fitted on)")
@@ -715,6 +800,17 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     if args.table:
         print(render_table(json.loads(args.out.read_text())))
+        return
+    if args.cold_start:
+        if args.cold_queries is None:
+            raise SystemExit("--cold-start needs --cold-queries")
+        found = cold_start(args.cold_start, np.load(args.cold_queries),
+                           json.loads(args.cold_params))
+        print(json.dumps({"machine": machine(), "cold_start": found}, indent=2))
+        return
+    if args.threads_check:
+        print(json.dumps({"machine": machine(), "openmp_per_thread": openmp_per_thread(
+            args.seed)}, indent=2))
         return
     if args.calibrate:
         real = real_vectors(args.papers, args.data_dir, args.embed)

@@ -41,7 +41,7 @@ class Settings:
     embed_batch_size: int = 64
     embed_backend: str = DEFAULT_EMBED_BACKEND  # torch, onnx or onnx-int8 (see embedder.py)
     index_check_seconds: float = 2.0
-    exact_index_max: int = 50_000
+    exact_index_max: int = 20_000  # = reading_list.SCORE_ALL_BELOW: above it, searches
     secret_key: str = ""  # empty: a random key kept in data_dir/secret.key
     public_url: str = "http://127.0.0.1:8000"  # where users reach the service (email links)
     smtp_url: str = ""  # smtp://user:pass@host:587 (STARTTLS) or smtps://host:465
@@ -60,7 +60,7 @@ class Settings:
             embed_batch_size=_env_int("PAPERREC_EMBED_BATCH_SIZE", 64),
             embed_backend=os.environ.get("PAPERREC_EMBED_BACKEND") or DEFAULT_EMBED_BACKEND,
             index_check_seconds=_env_float("PAPERREC_INDEX_CHECK_SECONDS", 2.0),
-            exact_index_max=_env_int("PAPERREC_EXACT_INDEX_MAX", 50_000),
+            exact_index_max=_env_int("PAPERREC_EXACT_INDEX_MAX", 20_000),
             secret_key=os.environ.get("PAPERREC_SECRET_KEY", ""),
             public_url=(os.environ.get("PAPERREC_PUBLIC_URL") or "http://127.0.0.1:8000").rstrip("/"),
             smtp_url=os.environ.get("SMTP_URL", ""),

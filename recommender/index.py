@@ -45,6 +45,9 @@ REBUILD = "run `paperrec rebuild-index` to publish a good version"
 # An incremental build extends the previous version; past these limits a full one runs.
 MAX_ADDED_FRACTION = 0.10  # papers added since the last full build, over its paper count
 MAX_MEAN_DRIFT = 0.02  # |corpus mean - kept mean| over the rms distance of papers to it
+# FAISS (OpenMP) threads per search. The workers and their request threads are the
+# parallelism: on 2 cores a 2-thread search only adds contention (benchmarks/README.md, Index).
+SEARCH_THREADS = 1
 
 
 @dataclass
@@ -83,10 +86,42 @@ class PaperIndex:
         return paper_id in self._row
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Top-k rows and inner-product scores for each query row (-1 pads short results)."""
+        """Top-k rows and inner-product scores for each query row (-1 pads short results).
+
+        The OpenMP thread count is set here, in the calling thread, because OpenMP keeps it
+        per thread: set once at start-up it does not reach gunicorn's request threads."""
         k = min(k, len(self.ids))
-        scores, rows = self.faiss_index.search(np.ascontiguousarray(queries, dtype=np.float32), k)
+        before = faiss.omp_get_max_threads()
+        faiss.omp_set_num_threads(SEARCH_THREADS)
+        try:
+            scores, rows = self.faiss_index.search(
+                np.ascontiguousarray(queries, dtype=np.float32), k,
+                params=search_parameters(self.faiss_index, k))
+        finally:
+            faiss.omp_set_num_threads(before)
         return rows, scores
+
+
+def search_parameters(index: Any, k: int) -> Any:
+    """Per-call settings (concurrent requests share the index object, so nothing is set on
+    it). HNSW searches with efSearch at least k: FAISS does not raise it to k by itself, and
+    k=200 candidates at efSearch 128 find 93% of the exact top 200 at 1M papers (95.5% at
+    efSearch 200)."""
+    if isinstance(index, faiss.IndexHNSW):
+        api: Any = faiss  # the type stubs lack SearchParametersHNSW
+        return api.SearchParametersHNSW(efSearch=max(HNSW_EF, k))
+    return None
+
+
+def read_through(path: Path) -> None:
+    """Read a file once, so its pages are in the page cache before it is mapped: FAISS maps
+    with MADV_RANDOM, and on a 1M-paper HNSW index evicted from the cache the first searches
+    took 0.7-1.1 s instead of 4 ms; reading the 1.7 GB file first took 3.7 s, and is a
+    memory copy for every further worker (benchmarks/README.md, Index)."""
+    buffer = bytearray(1 << 24)
+    with open(path, "rb", buffering=0) as file:
+        while file.readinto(buffer):
+            pass
 
 
 def build_faiss(vectors: np.ndarray, exact_max: int) -> Any:
@@ -299,6 +334,9 @@ class IndexStore:
         # numpy.memmap's own indexing costs milliseconds a reading list.
         arrays = {name: np.asarray(np.load(folder / f"{name}.npy", mmap_mode="r"))
                   for name in ("vectors", "mean", "neighbours", "neighbour_sims", "days")}
+        if shared:
+            for name in ("index.faiss", "vectors.npy"):
+                read_through(folder / name)
         index = faiss.read_index(str(folder / "index.faiss"),
                                  faiss.IO_FLAG_MMAP_IFC if shared else 0)
         if hasattr(index, "hnsw"):
