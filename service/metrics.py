@@ -44,10 +44,6 @@ MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 # From a cached lookup (a few ms) to a reading list over a large index (seconds).
 BUCKETS = (0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 METHODS = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}  # others: "other"
-# Endpoints that write feedback; the email links write it too when their action is a signal.
-PUT_FEEDBACK = "api.put_feedback"
-DELETE_FEEDBACK = "api.delete_feedback"
-FOLLOW_LINK = "api.follow_link"
 # Gauges show the figure of the worker that answered the latest scrape (each sets them just
 # before it answers), so a scrape tells what is served now, whichever worker took it.
 GAUGE_MODE: Final = "livemostrecent"
@@ -122,10 +118,8 @@ def instrument(app: Flask) -> None:
         started = g.get("metrics_started")
         if started is not None:
             metrics.duration.labels(route, method).observe(time.perf_counter() - started)
-        if 200 <= status < 300:
-            action = _feedback_action()
-            if action:
-                metrics.feedback_writes.labels(action).inc()
+        if 200 <= status < 300 and "feedback_written" in g:  # set by the views that write
+            metrics.feedback_writes.labels(g.feedback_written).inc()
         elif status == StoreUnavailable.status and _error_code(response) == StoreUnavailable.code:
             metrics.redis_errors.inc()
         return response
@@ -180,23 +174,6 @@ def _refresh_served(recommender: Recommender) -> None:
 
 def _number(version: str | None) -> int:
     return int(version) if version and version.isdigit() else 0
-
-
-def _feedback_action() -> str | None:
-    """like, dislike or remove when this (successful) request wrote feedback, else None."""
-    if request.endpoint == PUT_FEEDBACK:
-        body = request.get_json(silent=True)
-        signal = body.get("signal") if isinstance(body, dict) else None
-        return signal if signal in ("like", "dislike") else None
-    if request.endpoint == DELETE_FEEDBACK:
-        return "remove"
-    if request.endpoint == FOLLOW_LINK and request.view_args:
-        try:  # the link was verified by the view; read its action again
-            claim = engine().links.verify(request.view_args["token"], time.time())
-        except PaperrecError:
-            return None
-        return claim.action if claim.action in ("like", "dislike") else None
-    return None
 
 
 def _error_code(response: Response) -> str | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from flask import Blueprint, Response
+from flask import Blueprint, Response, g
 from markupsafe import escape
 
 from recommender.errors import PaperrecError
@@ -90,6 +90,7 @@ def search(query: SearchQuery) -> SearchOut:
 def put_feedback(user_id: str, paper_id: str, body: FeedbackBody) -> FeedbackOut:
     now = time.time()
     replaced = engine().set_feedback(user_id, paper_id, body.signal, now)
+    g.feedback_written = body.signal  # counted by service.metrics
     return FeedbackOut(user_id=user_id, paper_id=paper_id, signal=body.signal,
                        at=round(now, 3), replaced=replaced)
 
@@ -99,6 +100,7 @@ def put_feedback(user_id: str, paper_id: str, body: FeedbackBody) -> FeedbackOut
            errors=(404, 503))
 def delete_feedback(user_id: str, paper_id: str) -> Response:
     engine().remove_feedback(user_id, paper_id)
+    g.feedback_written = "remove"
     return Response(status=204)
 
 
@@ -147,9 +149,11 @@ def delete_subscription(user_id: str) -> Response:
 def follow_link(token: str) -> tuple[str, int, dict[str, str]]:
     """The one-click links of the digest emails (and RFC 8058 one-click unsubscribe POSTs)."""
     try:
-        _claim, message = engine().follow_link(token, time.time())
+        claim, message = engine().follow_link(token, time.time())
     except PaperrecError as exc:
         return _page("Nothing was recorded", exc.message, exc.status)
+    if claim.action in ("like", "dislike"):
+        g.feedback_written = claim.action
     return _page("Done", message, 200)
 
 
