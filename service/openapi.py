@@ -16,7 +16,7 @@ import functools
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,12 +56,7 @@ class Operation:
     html: bool = False  # the response is an HTML page (the email links)
 
 
-@dataclass
-class Registry:
-    operations: list[Operation] = field(default_factory=list)
-
-
-REGISTRY = Registry()
+OPERATIONS: list[Operation] = []  # every declared operation, in declaration order
 
 
 def operation(
@@ -99,9 +94,9 @@ def operation(
             return result
 
         methods = (method,) if isinstance(method, str) else method
-        REGISTRY.operations += [Operation(
+        OPERATIONS.extend([Operation(
             each, rule, f"{blueprint.name}.{view.__name__}", summary, tag, response, status,
-            query, body, errors, html) for each in methods]
+            query, body, errors, html) for each in methods])
         blueprint.add_url_rule(rule, view_func=validated, methods=list(methods))
         return validated
 
@@ -164,8 +159,8 @@ def document(app: Flask, *, secured: bool, open_endpoints: set[str]) -> dict[str
     """The OpenAPI 3.1 document of this app (its security as configured)."""
     schemas: dict[str, Any] = {}
     paths: dict[str, dict[str, Any]] = {}
-    shared = Counter(op.endpoint for op in REGISTRY.operations)  # one view, several methods
-    for op in REGISTRY.operations:
+    shared = Counter(op.endpoint for op in OPERATIONS)  # one view, several methods
+    for op in OPERATIONS:
         if op.endpoint not in app.view_functions:
             continue
         path = _RULE_PARAMETER.sub(r"{\1}", op.rule)
