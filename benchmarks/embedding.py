@@ -2,12 +2,12 @@
 side by side, with the mean cosine of its vectors to the default sentence-transformers path and,
 with --recall, the citeulike-a P10 Recall@300 of the content method on its vectors.
 
-Backends (``recommender/embedder.py``, ``PAPERREC_EMBED_BACKEND``): ``torch`` is
+Backends (``recommender/embedding/``, ``PAPERREC_EMBED_BACKEND``): ``torch`` is
 sentence-transformers' own ``encode`` (the reference), ``onnx`` the same model exported to ONNX
 and run by ONNX Runtime, ``onnx-int8`` that export with int8 weights. All use the same model
 (the bundled all-MiniLM-L6-v2 unless --model), batch size and length-sorted batching.
 
-Corpora: the 38 sample abstracts (``recommender/sample_data``) and a fixed sample of
+Corpora: the 38 sample abstracts (``recommender/corpus/sample_data``) and a fixed sample of
 citeulike-a papers that have an abstract (title + abstract, as embedded by the service; 1,929
 have one, --limit caps it). Every repeat embeds the whole corpus once with each backend, in a
 rotating order, so that a noisy, shared machine slows all of them alike; the figures are the
@@ -48,12 +48,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from recommender import jobs  # noqa: E402
-from recommender.baselines import make_method  # noqa: E402
-from recommender.config import DEFAULT_MODEL, Settings  # noqa: E402
-from recommender.embedder import BACKENDS, Embedder, cached_vectors, check_backend  # noqa: E402
-from recommender.evaluation import METRICS, Dataset, load_dataset, top_rows, user_metrics  # noqa: E402
-from recommender.ingest import read_papers  # noqa: E402
-from recommender.papers import Paper  # noqa: E402
+from recommender.core.config import DEFAULT_MODEL, Settings  # noqa: E402
+from recommender.core.papers import Paper  # noqa: E402
+from recommender.corpus.formats import read_papers  # noqa: E402
+from recommender.embedding.cache import cached_vectors  # noqa: E402
+from recommender.embedding.encoders import BACKENDS, Embedder, check_backend  # noqa: E402
+from recommender.evaluation.dataset import Dataset, load_dataset  # noqa: E402
+from recommender.evaluation.methods import make_method  # noqa: E402
+from recommender.evaluation.metrics import METRICS, top_rows, user_metrics  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "embedding.json"
 CITEULIKE = Path("/work/shared/data/citeulike-a")
@@ -129,7 +131,7 @@ def throughput(embedders: dict[str, Embedder], texts: list[str], repeats: int,
 COLD_START = """
 import json, sys, time
 started = time.perf_counter()
-from recommender.embedder import Embedder
+from recommender.embedding.encoders import Embedder
 Embedder(sys.argv[1], 64, sys.argv[2], None if sys.argv[3] == "-" else __import__("pathlib").Path(
     sys.argv[3])).encode(["warm up"])
 print(json.dumps({"seconds": round(time.perf_counter() - started, 2),

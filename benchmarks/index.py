@@ -3,7 +3,7 @@ of approximate ones, at 17k, 100k and 1M papers, with recall@100 against exact s
 
 For every size it measures:
 
-- the exact index (``IndexFlatIP``, what ``recommender/index.py`` builds up to
+- the exact index (``IndexFlatIP``, what ``recommender/index/store.py`` builds up to
   ``PAPERREC_EXACT_INDEX_MAX``) and the approximate one the service builds above it (HNSW,
   M=32, efConstruction 40, efSearch 128), plus alternatives (IVF-Flat, IVF-SQ8 and IVF-PQ
   re-scored exactly from the retrieval vectors, HNSW at other efSearch / efConstruction);
@@ -56,7 +56,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from recommender.content_space import (  # noqa: E402
+from recommender.index.content_space import (  # noqa: E402
     HNSW_EF,
     HNSW_M,
     QUERY_NEIGHBOURS,
@@ -121,10 +121,10 @@ def _sizes(rng: np.random.Generator, groups: int) -> np.ndarray:
 def real_vectors(papers_path: Path, data_dir: Path, embed: bool) -> np.ndarray | None:
     """The citeulike-a retrieval vectors, from the embedding cache in ``data_dir`` (embedding
     what is missing from it), or None without a cache unless ``embed``."""
-    from recommender.config import Settings
-    from recommender.evaluation import paper_vectors
-    from recommender.ingest import read_papers
-    from recommender.papers import Paper
+    from recommender.core.config import Settings
+    from recommender.core.papers import Paper
+    from recommender.corpus.formats import read_papers
+    from recommender.evaluation.dataset import paper_vectors
 
     settings = Settings.from_env(data_dir=data_dir)
     if not papers_path.exists() or not (embed or settings.embedding_cache_path.exists()):

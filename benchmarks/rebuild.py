@@ -52,10 +52,11 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from index import machine, synthetic_vectors  # type: ignore[import-not-found]  # noqa: E402
 
 from recommender import jobs  # noqa: E402
-from recommender.config import Settings  # noqa: E402
-from recommender.corpus import CorpusStore  # noqa: E402
-from recommender.embedder import shared_embedder  # noqa: E402
-from recommender.index import IndexStore, PaperIndex, mean_drift  # noqa: E402
+from recommender.core.config import Settings  # noqa: E402
+from recommender.corpus.store import CorpusStore  # noqa: E402
+from recommender.embedding.encoders import shared_embedder  # noqa: E402
+from recommender.index.paper_index import PaperIndex  # noqa: E402
+from recommender.index.store import IndexStore, mean_drift  # noqa: E402
 
 PAPERS = Path("/work/shared/data/citeulike-a/papers.jsonl")
 CACHE = Path("/tmp/lt-cul/data/embeddings.sqlite")

@@ -39,10 +39,10 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 from index import load_average, machine, synthetic_vectors  # noqa: E402
 
-from recommender.config import Settings  # noqa: E402
-from recommender.corpus import CorpusStore  # noqa: E402
-from recommender.index import IndexStore  # noqa: E402
-from recommender.papers import Paper  # noqa: E402
+from recommender.core.config import Settings  # noqa: E402
+from recommender.core.papers import Paper  # noqa: E402
+from recommender.corpus.store import CorpusStore  # noqa: E402
+from recommender.index.store import IndexStore  # noqa: E402
 
 SIZES = {"17k": 17_000, "100k": 100_000, "1M": 1_000_000}
 RESULTS = ROOT / "benchmarks" / "results" / "recommendations.json"
@@ -87,8 +87,8 @@ def publish_direct(store: IndexStore, ids: list[str], vectors: np.ndarray, days:
                    settings: Settings) -> None:
     import faiss
 
-    from recommender.content_space import STORED_NEIGHBOURS
-    from recommender.index import build_faiss
+    from recommender.index.content_space import STORED_NEIGHBOURS
+    from recommender.index.store import build_faiss
 
     faiss.omp_set_num_threads(os.cpu_count() or 1)
     index = build_faiss(vectors, settings.exact_index_max)

@@ -22,8 +22,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 from index import machine  # noqa: E402
 
-from recommender.collaborative import CollaborativeModel  # noqa: E402
-from recommender.evaluation import load_dataset  # noqa: E402
+from recommender.evaluation.dataset import load_dataset  # noqa: E402
+from recommender.ranking.collaborative import CollaborativeModel  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "citeulike-a"
 RESULTS = ROOT / "benchmarks" / "results" / "training.json"

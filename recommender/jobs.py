@@ -9,20 +9,21 @@ from pathlib import Path
 
 import numpy as np
 
-from .collaborative import CollaborativeModel
-from .config import Settings
-from .corpus import CorpusStore, UpsertCounts
-from .embedder import cached_vectors, shared_embedder
-from .errors import InvalidInput
-from .feedback import FeedbackStore
-from .index import IndexStore
-from .ingest import read_papers
-from .papers import Paper, Rejection
-from .redis_keys import RedisKeys
-from .redis_server import connect
-from .versions import VersionedDir
+from recommender.core.config import Settings
+from recommender.core.errors import InvalidInput
+from recommender.core.papers import Paper, Rejection
+from recommender.corpus.formats import read_papers
+from recommender.corpus.store import CorpusStore, UpsertCounts
+from recommender.embedding.cache import cached_vectors
+from recommender.embedding.encoders import shared_embedder
+from recommender.feedback.store import FeedbackStore
+from recommender.index.store import IndexStore
+from recommender.ranking.collaborative import CollaborativeModel
+from recommender.storage.redis_client import connect
+from recommender.storage.redis_keys import RedisKeys
+from recommender.storage.versions import VersionedDir
 
-SAMPLE_DIR = Path(__file__).parent / "sample_data"
+SAMPLE_DIR = Path(__file__).parent / "corpus" / "sample_data"
 
 
 def sample_files() -> list[Path]:

@@ -9,9 +9,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from recommender.engine import MAX_K, MAX_OFFSET
-from recommender.identifiers import MAX_ID_LENGTH, PAPER_ID_PATTERN, USER_ID_PATTERN
-from recommender.subscriptions import EMAIL_PATTERN, MAX_ITEMS_LIMIT
+from recommender.core.ids import MAX_ID_LENGTH, PAPER_ID_PATTERN, USER_ID_PATTERN
+from recommender.digest.subscriptions import EMAIL_PATTERN, MAX_ITEMS_LIMIT
+from recommender.ranking.recommender import MAX_K, MAX_OFFSET
 
 UserId = Annotated[str, Field(
     pattern=USER_ID_PATTERN.pattern, max_length=MAX_ID_LENGTH,

@@ -9,15 +9,15 @@ import uuid
 
 from flask import Flask, Response, g, request
 
-from recommender.config import Settings
-from recommender.engine import Recommender
-from recommender.rate_limit import Limit, RateLimiter
-from recommender.redis_keys import RedisKeys
+from recommender.core.config import Settings
+from recommender.ranking.recommender import Recommender
+from recommender.storage.redis_keys import RedisKeys
 
 from . import metrics
 from .auth import OPEN_ENDPOINTS, ApiKeys, require_keys
 from .errors import register_error_handlers
 from .openapi import docs, document
+from .rate_limit import Limit, RateLimiter
 from .routes import api
 from .state import EXTENSION
 

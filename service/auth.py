@@ -18,8 +18,9 @@ from pathlib import Path
 
 from flask import Flask, Response, g, request
 
-from recommender.errors import Forbidden, InvalidInput, RateLimited, Unauthorized
-from recommender.rate_limit import RateLimiter
+from recommender.core.errors import Forbidden, InvalidInput, RateLimited, Unauthorized
+
+from .rate_limit import RateLimiter
 
 ROLES = ("client", "admin")
 OPEN_ENDPOINTS = {"api.healthz", "api.readyz", "api.follow_link",

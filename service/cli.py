@@ -10,10 +10,11 @@ import sys
 import time
 from pathlib import Path
 
-from recommender import evaluation, jobs
-from recommender.baselines import METHOD_NAMES
-from recommender.config import Settings
-from recommender.errors import PaperrecError
+from recommender import jobs
+from recommender.core.config import Settings
+from recommender.core.errors import PaperrecError
+from recommender.evaluation import dataset, runner
+from recommender.evaluation.methods import METHOD_NAMES
 
 ENVIRONMENT_HELP = """environment:
   PAPERREC_DATA_DIR   where the corpus, embeddings, index and embedded Redis live (./var)
@@ -184,13 +185,13 @@ def _evaluate(args: argparse.Namespace, settings: Settings) -> int:
         if problems <= MAX_PROBLEMS_SHOWN:
             print(problem, file=sys.stderr)
 
-    data = evaluation.load_dataset(args.papers, args.train, args.test, on_problem=report)
+    data = dataset.load_dataset(args.papers, args.train, args.test, on_problem=report)
     if problems > MAX_PROBLEMS_SHOWN:
         print(f"... and {problems - MAX_PROBLEMS_SHOWN} more problems", file=sys.stderr)
-    result = evaluation.run_evaluation(data, args.methods, args.seed, settings,
+    result = runner.run_evaluation(data, args.methods, args.seed, settings,
                                        progress=not args.quiet)
-    evaluation.write_report(result, args.json)
-    print(evaluation.render_table(result))
+    runner.write_report(result, args.json)
+    print(runner.render_table(result))
     print(f"evaluate: wrote {args.json}")
     return 0
 
@@ -212,7 +213,7 @@ def _iso_time(value: str) -> float:
 
 
 def _digest(args: argparse.Namespace, settings: Settings) -> int:
-    from recommender.digest import send_digests
+    from recommender.digest.job import send_digests
 
     now = args.now if args.now is not None else time.time()
     summary = send_digests(settings, now, dry_run_dir=args.dry_run, only_user=args.user,
@@ -222,9 +223,8 @@ def _digest(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
-    from recommender.rate_limit import Limit
-
     from .auth import ApiKeys
+    from .rate_limit import Limit
     from .server import run
 
     Limit.parse(settings.rate_limit)  # a bad value stops here, not in every worker

@@ -7,7 +7,7 @@ import logging
 from flask import Flask, Response, jsonify
 from werkzeug.exceptions import HTTPException
 
-from recommender.errors import PaperrecError
+from recommender.core.errors import PaperrecError
 
 log = logging.getLogger(__name__)
 

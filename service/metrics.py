@@ -35,8 +35,8 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
-from recommender.engine import Recommender
-from recommender.errors import PaperrecError, StoreUnavailable
+from recommender.core.errors import PaperrecError, StoreUnavailable
+from recommender.ranking.recommender import Recommender
 
 from .state import engine
 

@@ -24,7 +24,7 @@ import swagger_ui
 from flask import Blueprint, Flask, Response, current_app, jsonify, request
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from recommender.errors import InvalidInput
+from recommender.core.errors import InvalidInput
 
 from . import api_models
 

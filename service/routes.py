@@ -9,7 +9,7 @@ from typing import Any
 from flask import Blueprint, Response, g
 from markupsafe import escape
 
-from recommender.errors import PaperrecError
+from recommender.core.errors import PaperrecError
 
 from .api_models import (
     ExportOut,

@@ -16,7 +16,7 @@ from gunicorn.app.base import BaseApplication
 from prometheus_client import multiprocess
 from threadpoolctl import threadpool_limits
 
-from recommender.config import Settings
+from recommender.core.config import Settings
 
 from .app import create_app
 from .metrics import MULTIPROC_ENV

@@ -2,7 +2,7 @@
 
 from flask import current_app
 
-from recommender.engine import Recommender
+from recommender.ranking.recommender import Recommender
 
 EXTENSION = "paperrec"
 

@@ -21,7 +21,7 @@ import pytest
 import redis
 
 from recommender import jobs
-from recommender.config import Settings
+from recommender.core.config import Settings
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 from flask.testing import FlaskClient
 
-from recommender.config import Settings
-from recommender.corpus import CorpusStore
+from recommender.core.config import Settings
+from recommender.corpus.store import CorpusStore
 from service import create_app
 from tests.conftest import free_port
 

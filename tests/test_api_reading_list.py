@@ -8,7 +8,7 @@ import pytest
 from flask.testing import FlaskClient
 
 from recommender import jobs
-from recommender.config import Settings
+from recommender.core.config import Settings
 from service import create_app
 from tests.test_api import like, paper_ids_about
 

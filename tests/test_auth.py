@@ -5,10 +5,10 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from service.rate_limit import Limit
 
-from recommender.config import Settings
-from recommender.errors import InvalidInput
-from recommender.rate_limit import Limit
+from recommender.core.config import Settings
+from recommender.core.errors import InvalidInput
 from service import create_app
 from service.cli import main
 
@@ -53,7 +53,7 @@ def test_roles(client) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_bad_key_configuration_is_refused() -> None:
-    from recommender.errors import InvalidInput
+    from recommender.core.errors import InvalidInput
     from service.auth import ApiKeys
 
     with pytest.raises(InvalidInput, match="role:key"):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from recommender import jobs
-from recommender.corpus import CorpusStore
+from recommender.corpus.store import CorpusStore
 from service.cli import main
 
 

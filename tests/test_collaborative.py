@@ -10,8 +10,8 @@ import pytest
 import scipy.sparse as sp
 from implicit.cpu.als import AlternatingLeastSquares
 
-from recommender.collaborative import DEFAULT_FACTORS, CollaborativeModel
-from recommender.errors import NotFound
+from recommender.core.errors import NotFound
+from recommender.ranking.collaborative import DEFAULT_FACTORS, CollaborativeModel
 
 A_ITEMS = [f"A{i}" for i in range(10)]
 B_ITEMS = [f"B{i}" for i in range(10)]

@@ -162,7 +162,7 @@ def test_readme_lists_every_service_with_its_published_ports() -> None:
 
 def settings_variables() -> set[str]:
     """Every environment variable Settings.from_env reads."""
-    source = (ROOT / "recommender" / "config.py").read_text()
+    source = (ROOT / "recommender" / "core" / "config.py").read_text()
     return set(re.findall(r'(?:environ\.get|_env_\w+)\("([A-Z0-9_]+)"', source))
 
 
@@ -182,9 +182,9 @@ def test_readme_variables_are_the_compose_defaults() -> None:
 
 
 def test_every_deployment_variable_is_used() -> None:
-    """Each variable is read by the settings (recommender/config.py), by the script of a
+    """Each variable is read by the settings (recommender/core/config.py), by the script of a
     service that has it in its environment, or by the compose file itself (ports)."""
-    config_source = (ROOT / "recommender" / "config.py").read_text()
+    config_source = (ROOT / "recommender" / "core" / "config.py").read_text()
     raw = yaml.safe_load(COMPOSE_TEXT.replace("$$", "_"))["services"]
     outside_environment = str([{k: v for k, v in service.items() if k != "environment"}
                                for service in raw.values()])

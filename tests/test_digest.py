@@ -15,9 +15,9 @@ import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import SMTP, Envelope, Session
 
-from recommender import digest
-from recommender.config import Settings
-from recommender.errors import PaperrecError
+from recommender.core.config import Settings
+from recommender.core.errors import PaperrecError
+from recommender.digest import job as digest
 from service import create_app
 from tests.conftest import free_port
 from tests.test_api import like, paper_ids_about

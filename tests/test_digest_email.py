@@ -11,7 +11,7 @@ from email.message import EmailMessage
 import pytest
 from markupsafe import escape
 
-from recommender.digest_email import (
+from recommender.digest.email import (
     EXCERPT_CHARS,
     DigestContent,
     DigestItem,

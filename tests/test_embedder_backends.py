@@ -9,17 +9,12 @@ import numpy as np
 import pytest
 
 from recommender import jobs
-from recommender.config import DEFAULT_MODEL, Settings
-from recommender.embedder import (
-    BACKENDS,
-    Embedder,
-    EmbeddingCache,
-    cached_vectors,
-    vector_key,
-)
-from recommender.errors import InvalidInput
-from recommender.ingest import read_papers
-from recommender.papers import Paper
+from recommender.core.config import DEFAULT_MODEL, Settings
+from recommender.core.errors import InvalidInput
+from recommender.core.papers import Paper
+from recommender.corpus.formats import read_papers
+from recommender.embedding.cache import EmbeddingCache, cached_vectors
+from recommender.embedding.encoders import BACKENDS, Embedder, vector_key
 
 
 @pytest.fixture(scope="module")

@@ -9,16 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from recommender.baselines import METHOD_NAMES, TfidfSvm, TopRows, make_method
-from recommender.config import Settings
-from recommender.evaluation import (
-    Dataset,
-    load_dataset,
-    paper_vectors,
-    run_evaluation,
-    top_rows,
-    user_metrics,
-)
+from recommender.core.config import Settings
+from recommender.evaluation.dataset import Dataset, load_dataset, paper_vectors
+from recommender.evaluation.methods import METHOD_NAMES, TfidfSvm, TopRows, make_method
+from recommender.evaluation.metrics import top_rows, user_metrics
+from recommender.evaluation.runner import run_evaluation
 from service.cli import main
 
 NDCG_ONE_HIT_OF_TWO = 1 / (1 + 1 / math.log2(3))  # a hit at rank 1, two test papers

@@ -36,12 +36,12 @@ import redis
 from flask.testing import FlaskClient
 
 from recommender import jobs
-from recommender.config import Settings
-from recommender.corpus import CorpusStore
-from recommender.embedder import EmbeddingCache
-from recommender.redis_keys import RedisKeys
-from recommender.redis_server import connect
-from recommender.versions import VersionedDir
+from recommender.core.config import Settings
+from recommender.corpus.store import CorpusStore
+from recommender.embedding.cache import EmbeddingCache
+from recommender.storage.redis_client import connect
+from recommender.storage.redis_keys import RedisKeys
+from recommender.storage.versions import VersionedDir
 from service import create_app
 from tests.conftest import free_port
 
@@ -73,7 +73,7 @@ def fault_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def cache_key(settings: Settings) -> str:
     """What the embedding cache keys vectors by: the model, plus the backend unless torch."""
     try:
-        from recommender.embedder import vector_key
+        from recommender.embedding.encoders import vector_key
     except ImportError:  # before there were backends
         return settings.model
     return vector_key(settings.model, settings.embed_backend)
@@ -614,7 +614,7 @@ def test_a_rebuild_that_fails_half_way_leaves_the_served_version_untouched(
     client = create_app(settings).test_client()
     assert client.get("/readyz").json["index_version"] == "000001"
 
-    import recommender.index
+    import recommender.index.store
 
     real_save = np.save
     saved: list[str] = []
@@ -625,7 +625,7 @@ def test_a_rebuild_that_fails_half_way_leaves_the_served_version_untouched(
         saved.append(str(path))
         real_save(path, array, *args, **kwargs)
 
-    monkeypatch.setattr(recommender.index.np, "save", disk_full_on_the_third_array)
+    monkeypatch.setattr(recommender.index.store.np, "save", disk_full_on_the_third_array)
     with pytest.raises(OSError, match="No space left"):
         jobs.rebuild_index(settings, progress=False)
     monkeypatch.undo()
@@ -644,7 +644,7 @@ KILLED_MID_WRITE = textwrap.dedent("""
     from pathlib import Path
     import numpy as np
     from recommender import jobs
-    from recommender.config import Settings
+    from recommender.core.config import Settings
 
     real_save, marker = np.save, Path(sys.argv[1])
     def slow_save(path, array, *args, **kwargs):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import redis
 
-from recommender.errors import InvalidInput, StoreUnavailable
-from recommender.feedback import FeedbackStore
-from recommender.redis_keys import RedisKeys
+from recommender.core.errors import InvalidInput, StoreUnavailable
+from recommender.feedback.store import FeedbackStore
+from recommender.storage.redis_keys import RedisKeys
 from tests.conftest import free_port
 
 

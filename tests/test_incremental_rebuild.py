@@ -10,10 +10,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-import recommender.index
-from recommender.content_space import build_content_space, centre_query
-from recommender.index import MAX_ADDED_FRACTION, IndexStore, PaperIndex
-from recommender.reading_list import RankingContext, rank
+import recommender.index.store
+from recommender.index.content_space import build_content_space, centre_query
+from recommender.index.paper_index import PaperIndex
+from recommender.index.store import MAX_ADDED_FRACTION
+from recommender.index.store import IndexStore
+from recommender.ranking.rank import RankingContext, rank
 
 DIM = 32
 
@@ -178,7 +180,7 @@ def test_a_crash_during_an_incremental_publish_leaves_the_served_version_untouch
         saved.append(str(path))
         real_save(path, array, *args, **kw)
 
-    monkeypatch.setattr(recommender.index.np, "save", disk_full_on_the_third_array)
+    monkeypatch.setattr(recommender.index.store.np, "save", disk_full_on_the_third_array)
     with pytest.raises(OSError, match="No space left"):
         publish(store, ids, raw)
     monkeypatch.undo()

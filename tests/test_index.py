@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from recommender.errors import IndexNotReady, NotFound
-from recommender.index import IndexStore, LiveIndex
+from recommender.core.errors import IndexNotReady, NotFound
+from recommender.index.store import IndexStore, LiveIndex
 
 
 def random_unit(n: int, dim: int = 32, seed: int = 0) -> np.ndarray:

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 import recommender
-from recommender.errors import InvalidInput
-from recommender.identifiers import validate_paper_id
-from recommender.ingest import read_papers
-from recommender.paperlist import clean_display_text, derive_title
-from recommender.papers import Paper, Rejection
+from recommender.core.errors import InvalidInput
+from recommender.core.ids import validate_paper_id
+from recommender.core.papers import Paper, Rejection
+from recommender.corpus.formats import read_papers
+from recommender.corpus.paperlist import clean_display_text, derive_title
 
-SAMPLE_DIR = Path(recommender.__file__).parent / "sample_data"
+SAMPLE_DIR = Path(recommender.__file__).parent / "corpus" / "sample_data"
 
 
 def split(results: list[Paper | Rejection]) -> tuple[list[Paper], list[Rejection]]:

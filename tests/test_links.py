@@ -5,7 +5,7 @@ from __future__ import annotations
 import multiprocessing
 from pathlib import Path
 
-from recommender.links import load_secret
+from recommender.digest.links import load_secret
 
 
 def _secret(data_dir: str) -> bytes:

@@ -22,7 +22,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.parser import text_string_to_metric_families
 
 from recommender import jobs
-from recommender.config import Settings
+from recommender.core.config import Settings
 from service import create_app
 from service.state import engine
 from tests.conftest import free_port

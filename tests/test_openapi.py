@@ -16,7 +16,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from recommender.config import Settings
+from recommender.core.config import Settings
 from service import create_app
 from tests.conftest import free_port
 from tests.test_e2e_http import Server

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from recommender import reading_list
-from recommender.collaborative import CollaborativeModel
-from recommender.reading_list import RankingContext, build_context, mmr, rank
+from recommender.ranking import rank as reading_list
+from recommender.ranking.collaborative import CollaborativeModel
+from recommender.ranking.rank import RankingContext, build_context, mmr, rank
 
 DIM = 32
 

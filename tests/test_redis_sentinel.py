@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import redis
 
-from recommender.config import Settings
-from recommender.errors import InvalidInput
-from recommender.feedback import FeedbackStore
-from recommender.redis_keys import RedisKeys
-from recommender.redis_server import connect
+from recommender.core.config import Settings
+from recommender.core.errors import InvalidInput
+from recommender.feedback.store import FeedbackStore
+from recommender.storage.redis_client import connect
+from recommender.storage.redis_keys import RedisKeys
 from tests.conftest import free_port
 
 

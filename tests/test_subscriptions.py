@@ -9,7 +9,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from recommender.config import Settings
+from recommender.core.config import Settings
 from service import create_app
 from service.state import engine
 from tests.test_api import paper_ids_about

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from recommender.config import Settings
+from recommender.core.config import Settings
 from service import create_app
 from tests.test_api import like, paper_ids_about
 

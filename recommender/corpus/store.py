@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .papers import Paper
+from recommender.core.papers import Paper
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS papers (

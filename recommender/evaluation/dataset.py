@@ -1,37 +1,20 @@
-"""Offline evaluation: a dataset of papers and train/test likes, ranking metrics, the runner.
+"""Dataset: papers and train/test likes read from files (JSONL/CSV papers, user<TAB>paper likes)."""
 
-The protocol (DESIGN.md, "Offline evaluation protocol"): for every user with test papers,
-rank every paper not in that user's training set; Recall@M is the share of the user's test
-papers in the top M (M = 20, 50, 100, 300); nDCG@20 uses binary relevance and an ideal DCG
-over min(20, #test) positions. Both are averaged over the users with test papers. Training
-papers are never ranked, so they never count as hits. The methods live in ``baselines``.
-"""
 
 from __future__ import annotations
 
-import json
-import os
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
-from .baselines import DEPTH, METHOD_NAMES, TopRows, make_method
-from .config import Settings
-from .embedder import cached_vectors
-from .errors import InvalidInput
-from .ingest import read_papers
-from .papers import Paper, Rejection
-
-RECALL_AT = (20, 50, 100, 300)
-NDCG_AT = 20
-METRICS = (*(f"recall@{m}" for m in RECALL_AT), f"ndcg@{NDCG_AT}")
-_DISCOUNTS = 1.0 / np.log2(np.arange(2, NDCG_AT + 2))
+from recommender.core.config import Settings
+from recommender.core.errors import InvalidInput
+from recommender.core.papers import Paper, Rejection
+from recommender.corpus.formats import read_papers
+from recommender.embedding.cache import cached_vectors
 
 
 @dataclass
@@ -167,96 +150,3 @@ def paper_vectors(
     )
 
 
-def top_rows(output: np.ndarray | TopRows, liked: np.ndarray, depth: int = DEPTH) -> np.ndarray:
-    """The best ``depth`` rows of a method's output, best first, never a training row."""
-    if isinstance(output, TopRows):
-        rows = np.asarray(output.rows, dtype=np.int64)
-        return rows[~np.isin(rows, liked)][:depth]
-    scores = np.asarray(output)
-    candidates = np.ones(len(scores), dtype=bool)
-    candidates[liked] = False
-    rows = np.flatnonzero(candidates)
-    depth = min(depth, len(rows))
-    if depth == 0:
-        return rows
-    kept = scores[rows]
-    best = np.argpartition(-kept, depth - 1)[:depth]
-    best = best[np.lexsort((best, -kept[best]))]  # score, then lower row first
-    return rows[best]
-
-
-def user_metrics(ranked: np.ndarray, held_out: np.ndarray) -> np.ndarray:
-    """Recall@M for each M in ``RECALL_AT``, then nDCG@20, for one user with test papers."""
-    hits = np.isin(ranked, held_out)
-    recalls = [hits[:m].sum() / len(held_out) for m in RECALL_AT]
-    top = hits[:NDCG_AT]
-    dcg = float(_DISCOUNTS[: len(top)] @ top)
-    ideal = float(_DISCOUNTS[: min(NDCG_AT, len(held_out))].sum())
-    return np.array([*recalls, dcg / ideal])
-
-
-def run_evaluation(
-    data: Dataset, methods: list[str], seed: int, settings: Settings, progress: bool = True
-) -> dict[str, Any]:
-    """Evaluate each method on every user with test papers; seconds include fitting."""
-    unknown = [name for name in methods if name not in METHOD_NAMES]
-    if unknown:
-        raise InvalidInput(f"unknown method {unknown[0]!r}; choose from "
-                           f"{', '.join(METHOD_NAMES)}")
-    if seed < 0:
-        raise InvalidInput(f"seed must be 0 or more, got {seed}")
-    evaluated = [u for u, held in enumerate(data.test) if len(held)]
-    if not evaluated:
-        raise InvalidInput("no user has test papers that name a known paper")
-    summary: dict[str, Any] = data.summary()
-    built = [make_method(name, seed) for name in methods]
-    vectors = None
-    if any(method.needs_vectors for method in built):
-        started = time.perf_counter()
-        vectors, embedded = paper_vectors(data.papers, settings, progress)
-        summary.update(embedding_model=settings.model, newly_embedded=embedded,
-                       embedding_seconds=round(time.perf_counter() - started, 3))
-    results: dict[str, dict[str, float | int]] = {}
-    for method in built:
-        started = time.perf_counter()
-        method.fit(data, vectors)
-        total = np.zeros(len(METRICS))
-        for user in tqdm(evaluated, desc=method.name, unit="user", disable=not progress):
-            liked = data.train[user]
-            total += user_metrics(top_rows(method.scores(liked), liked), data.test[user])
-        results[method.name] = {
-            **{metric: float(value) for metric, value in zip(METRICS, total / len(evaluated),
-                                                             strict=True)},
-            "users": len(evaluated),
-            "seconds": round(time.perf_counter() - started, 3),
-        }
-    return {"methods": results, "dataset": summary, "seed": seed}
-
-
-def render_table(report: dict[str, Any]) -> str:
-    """The metrics of every method as a fixed-width table."""
-    header = f"{'method':<12}" + "".join(f"{name:>12}" for name in (*METRICS, "seconds"))
-    lines = [header, "-" * len(header)]
-    for name, result in report["methods"].items():
-        cells = "".join(f"{result[metric]:>12.4f}" for metric in METRICS)
-        lines.append(f"{name:<12}{cells}{result['seconds']:>12.1f}")
-    data = report["dataset"]
-    lines.append(f"{data['papers']} papers, {data['users_with_test']} users with test papers, "
-                 f"{data['train_likes']} training likes, {data['test_likes']} test likes, "
-                 f"seed {report['seed']}")
-    return "\n".join(lines)
-
-
-def write_report(report: dict[str, Any], path: Path) -> None:
-    """Write the report as JSON atomically: a temp file beside it, then ``os.replace``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w") as handle:
-            json.dump(report, handle, indent=2)
-            handle.write("\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)

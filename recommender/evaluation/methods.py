@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import numpy as np
 from scipy import sparse
 
-from .collaborative import CollaborativeModel
-from .errors import InvalidInput
-from .reading_list import RankingContext, build_context, rank
+from recommender.core.errors import InvalidInput
+from recommender.ranking.collaborative import CollaborativeModel
+from recommender.ranking.rank import RankingContext, build_context, rank
 
 if TYPE_CHECKING:
-    from .evaluation import Dataset
+    from recommender.evaluation.dataset import Dataset
 
 DEPTH = 300  # the deepest cut-off of any metric
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import redis
 
-from .errors import InvalidInput
-from .redis_keys import RedisKeys
+from recommender.core.errors import InvalidInput
+from recommender.storage.redis_keys import RedisKeys
 
 log = logging.getLogger(__name__)
 WINDOWS = {"second": 1, "minute": 60, "hour": 3600}

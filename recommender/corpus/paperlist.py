@@ -11,7 +11,7 @@ import re
 import unicodedata
 from collections.abc import Iterator
 
-from recommender.papers import Paper, Rejection
+from recommender.core.papers import Paper, Rejection
 
 TITLE_MAX_CHARS = 100
 MIN_ABSTRACT_CHARS = 20

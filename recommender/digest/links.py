@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from .errors import ExpiredLink, InvalidInput, InvalidLink
+from recommender.core.errors import ExpiredLink, InvalidInput, InvalidLink
 
 Action = Literal["like", "dislike", "unsubscribe"]
 ACTIONS: tuple[Action, ...] = ("like", "dislike", "unsubscribe")

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .collaborative import CollaborativeModel
-from .content_space import build_content_space, expand_queries
+from recommender.index.content_space import build_content_space, expand_queries
+from recommender.ranking.collaborative import CollaborativeModel
 
 # Blend weights. Each adapts to the evidence: popularity matters most for a user with few
 # likes, collaborative filtering for users and papers with many (see ``rank``).

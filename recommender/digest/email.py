@@ -122,7 +122,7 @@ def _body(text: str, subtype: str) -> EmailMessage:
 @functools.cache
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("recommender", "templates"),
+        loader=jinja2.PackageLoader("recommender.digest", "templates"),
         autoescape=jinja2.select_autoescape(enabled_extensions=("html",),
                                             default_for_string=False, default=False),
         trim_blocks=True,

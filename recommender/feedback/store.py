@@ -9,14 +9,14 @@ kept in step by a Lua script, so the two never disagree. Redis failures surface 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal, cast
 
 import redis
 
-from .errors import InvalidInput, StoreUnavailable
-from .redis_keys import RedisKeys
+from recommender.core.errors import InvalidInput
+from recommender.storage.redis_keys import RedisKeys
+from recommender.storage.redis_options import redis_errors
 
 Signal = Literal["like", "dislike"]
 SERVED_HISTORY = 10_000  # papers remembered as served, per user
@@ -41,18 +41,6 @@ elseif is_like and not was_like then
 end
 if old then return old else return false end
 """
-
-
-@contextmanager
-def redis_errors() -> Iterator[None]:
-    try:
-        yield
-    except (redis.ConnectionError, redis.TimeoutError) as exc:
-        raise StoreUnavailable(
-            f"the feedback store (Redis) is unreachable: {exc}; retry shortly"
-        ) from exc
-    except redis.RedisError as exc:
-        raise StoreUnavailable(f"the feedback store (Redis) failed: {exc}") from exc
 
 
 @dataclass(frozen=True)

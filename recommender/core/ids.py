@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from .errors import InvalidInput
+from recommender.core.errors import InvalidInput
 
 MAX_ID_LENGTH = 128
 # arXiv ids of the old kind carry a slash (hep-th/9901001), so paper ids may too.

@@ -33,8 +33,8 @@ import scipy.sparse as sp
 from implicit.cpu.als import AlternatingLeastSquares
 from threadpoolctl import threadpool_limits
 
-from .errors import NotFound
-from .versions import write_atomically
+from recommender.core.errors import NotFound
+from recommender.storage.versions import write_atomically
 
 # Chosen on citeulike-a P10 (Recall@300 0.276, nDCG@20 0.065; fit 1.6 s on 2 idle cores). More
 # factors trade Recall@300 for nDCG@20, recall rises with alpha up to ~100, regularization 0.3-3

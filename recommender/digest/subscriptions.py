@@ -9,9 +9,9 @@ from typing import Any, Literal, cast
 
 import redis
 
-from .errors import InvalidInput
-from .feedback import redis_errors
-from .redis_keys import RedisKeys
+from recommender.core.errors import InvalidInput
+from recommender.storage.redis_keys import RedisKeys
+from recommender.storage.redis_options import redis_errors
 
 Frequency = Literal["daily", "weekly"]
 MAX_ITEMS_LIMIT = 50

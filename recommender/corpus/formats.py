@@ -17,9 +17,10 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from recommender.errors import InvalidInput
-from recommender.identifiers import validate_paper_id
-from recommender.paperlist import (
+from recommender.core.errors import InvalidInput
+from recommender.core.ids import validate_paper_id
+from recommender.core.papers import Paper, Rejection
+from recommender.corpus.paperlist import (
     clean_display_text,
     content_id,
     derive_title,
@@ -27,7 +28,6 @@ from recommender.paperlist import (
     normalise_whitespace,
     parse_paper_list,
 )
-from recommender.papers import Paper, Rejection
 
 SNIFF_BYTES = 8192
 JSONL_SUFFIXES = frozenset({".jsonl", ".ndjson", ".json"})

@@ -14,22 +14,23 @@ from typing import Any
 
 import numpy as np
 
-from .collaborative import CollaborativeModel
-from .config import Settings
-from .content_space import centre_query
-from .corpus import CorpusStore
-from .embedder import Embedder, shared_embedder
-from .errors import InvalidInput, NotFound
-from .feedback import Feedback, FeedbackStore, Signal
-from .identifiers import validate_paper_id, validate_user_id
-from .index import IndexStore, LiveIndex, PaperIndex
-from .links import LinkClaim, LinkSigner, load_secret
-from .papers import EPOCH, Paper
-from .reading_list import COLLABORATIVE_WEIGHT, Ranked, RankingContext, rank
-from .redis_keys import RedisKeys
-from .redis_server import connect
-from .subscriptions import Subscription, SubscriptionStore, validate_subscription
-from .versions import LiveVersion, VersionedDir
+from recommender.core.config import Settings
+from recommender.core.errors import InvalidInput, NotFound
+from recommender.core.ids import validate_paper_id, validate_user_id
+from recommender.core.papers import EPOCH, Paper
+from recommender.corpus.store import CorpusStore
+from recommender.digest.links import LinkClaim, LinkSigner, load_secret
+from recommender.digest.subscriptions import Subscription, SubscriptionStore, validate_subscription
+from recommender.embedding.encoders import Embedder, shared_embedder
+from recommender.feedback.store import Feedback, FeedbackStore, Signal
+from recommender.index.content_space import centre_query
+from recommender.index.paper_index import PaperIndex
+from recommender.index.store import IndexStore, LiveIndex
+from recommender.ranking.collaborative import CollaborativeModel
+from recommender.ranking.rank import COLLABORATIVE_WEIGHT, Ranked, RankingContext, rank
+from recommender.storage.redis_client import connect
+from recommender.storage.redis_keys import RedisKeys
+from recommender.storage.versions import LiveVersion, VersionedDir
 
 MAX_K = 200
 MAX_OFFSET = 1000

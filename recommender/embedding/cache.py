@@ -1,0 +1,107 @@
+"""EmbeddingCache: vectors by (model variant, content hash), so rebuilds embed only what changed."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+from tqdm import tqdm
+
+from recommender.core.config import DEFAULT_EMBED_BACKEND as DEFAULT_BACKEND
+from recommender.embedding.encoders import Embedder, shared_embedder
+
+if TYPE_CHECKING:
+    pass
+
+
+
+class EmbeddingCache:
+    """Vectors by (model variant, content hash), in SQLite: a rebuild embeds only new or
+    changed text, and vectors of one backend never stand in for another's."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path, timeout=30, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS vectors (model TEXT, content_hash TEXT, vector BLOB,"
+            " PRIMARY KEY (model, content_hash))"
+        )
+
+    def close(self) -> None:
+        self._db.close()
+
+    def get(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        for start in range(0, len(hashes), 500):
+            chunk = list(hashes[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            rows = self._db.execute(
+                "SELECT content_hash, vector FROM vectors"
+                f" WHERE model = ? AND content_hash IN ({marks})",
+                [model, *chunk],
+            )
+            found.update({h: np.frombuffer(blob, dtype=np.float32) for h, blob in rows})
+        return found
+
+    def missing(self, model: str, hashes: Sequence[str]) -> set[str]:
+        """The hashes with no cached vector for this model."""
+        wanted = set(hashes)
+        known = {h for (h,) in self._db.execute(
+            "SELECT content_hash FROM vectors WHERE model = ?", (model,))}
+        return wanted - known
+
+    def put(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
+        with self._db:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
+                [(model, h, v.astype(np.float32).tobytes())
+                 for h, v in zip(hashes, vectors, strict=True)],
+            )
+
+
+def cached_vectors(
+    model: str,
+    batch_size: int,
+    cache_path: Path,
+    hashes: Sequence[str],
+    texts_of: Callable[[set[str]], dict[str, str]],
+    progress: bool = True,
+    backend: str = DEFAULT_BACKEND,
+) -> tuple[np.ndarray, int]:
+    """Vectors for these content hashes, in order, embedding only those not cached yet.
+
+    ``texts_of(missing hashes)`` returns the text of each, so callers load only those texts.
+    Returns the matrix and how many texts were newly embedded.
+    """
+    embedder = shared_embedder(model, batch_size, backend)
+    cache = EmbeddingCache(cache_path)
+    try:
+        to_embed = texts_of(cache.missing(embedder.variant, hashes))
+        embed_into_cache(embedder, cache, to_embed, progress=progress)
+        by_hash = cache.get(embedder.variant, hashes)
+    finally:
+        cache.close()
+    return np.stack([by_hash[h] for h in hashes]), len(to_embed)
+
+
+def embed_into_cache(
+    embedder: Embedder,
+    cache: EmbeddingCache,
+    texts_by_hash: dict[str, str],
+    progress: bool = True,
+    chunk: int = 512,
+) -> None:
+    """Embed each text and store it under its content hash and the embedder's variant."""
+    if not texts_by_hash:
+        return
+    # Similar lengths in one batch waste less padding.
+    order = sorted(texts_by_hash, key=lambda h: len(texts_by_hash[h]))
+    with tqdm(total=len(order), desc="embedding", unit="paper", disable=not progress) as bar:
+        for start in range(0, len(order), chunk):
+            part = order[start : start + chunk]
+            cache.put(embedder.variant, part, embedder.encode([texts_by_hash[h] for h in part]))
+            bar.update(len(part))
