@@ -52,7 +52,12 @@ from recommender.core.config import DEFAULT_MODEL, Settings  # noqa: E402
 from recommender.core.papers import Paper  # noqa: E402
 from recommender.corpus.formats import read_papers  # noqa: E402
 from recommender.embedding.cache import cached_vectors  # noqa: E402
-from recommender.embedding.encoders import BACKENDS, Embedder, check_backend  # noqa: E402
+from recommender.embedding.encoders import (  # noqa: E402
+    BACKENDS,
+    Embedder,
+    check_backend,
+    shared_embedder,  # noqa: E402
+)
 from recommender.evaluation.dataset import Dataset, load_dataset  # noqa: E402
 from recommender.evaluation.methods import make_method  # noqa: E402
 from recommender.evaluation.metrics import METRICS, top_rows, user_metrics  # noqa: E402
@@ -187,9 +192,9 @@ def recall(args: argparse.Namespace, backends: list[str]) -> dict[str, Any]:
     reference: np.ndarray | None = None
     for backend in backends:
         started = time.perf_counter()
-        vectors, embedded = cached_vectors(settings.model, settings.embed_batch_size,
-                                           settings.embedding_cache_path, hashes, texts_of,
-                                           progress=True, backend=backend)
+        embedder = shared_embedder(settings.model, settings.embed_batch_size, backend)
+        vectors, embedded = cached_vectors(embedder, settings.embedding_cache_path, hashes,
+                                           texts_of, progress=True)
         seconds = time.perf_counter() - started
         row: dict[str, Any] = {"newly_embedded": embedded, "embedding_seconds": round(seconds, 1)}
         if embedded == len(hashes):

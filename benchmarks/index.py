@@ -124,14 +124,16 @@ def real_vectors(papers_path: Path, data_dir: Path, embed: bool) -> np.ndarray |
     from recommender.core.config import Settings
     from recommender.core.papers import Paper
     from recommender.corpus.formats import read_papers
+    from recommender.embedding.encoders import shared_embedder
     from recommender.evaluation.dataset import paper_vectors
 
     settings = Settings.from_env(data_dir=data_dir)
     if not papers_path.exists() or not (embed or settings.embedding_cache_path.exists()):
         return None
     papers = [p for p in read_papers(papers_path) if isinstance(p, Paper)]
-    raw, _ = paper_vectors(papers, settings, progress=True)
-    return build_content_space(raw).vectors
+    embedder = shared_embedder(settings.model, settings.embed_batch_size, settings.embed_backend)
+    raw, _ = paper_vectors(papers, embedder, settings.embedding_cache_path, progress=True)
+    return build_content_space(raw, settings.exact_index_max).vectors
 
 
 def service_queries(vectors: np.ndarray, count: int, seed: int) -> dict[str, Any]:

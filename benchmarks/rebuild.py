@@ -51,7 +51,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from index import machine, synthetic_vectors  # type: ignore[import-not-found]  # noqa: E402
 
-from recommender import jobs  # noqa: E402
+from recommender import jobs, wiring  # noqa: E402
 from recommender.core.config import Settings  # noqa: E402
 from recommender.corpus.store import CorpusStore  # noqa: E402
 from recommender.embedding.encoders import shared_embedder  # noqa: E402
@@ -61,6 +61,19 @@ from recommender.index.store import IndexStore, mean_drift  # noqa: E402
 PAPERS = Path("/work/shared/data/citeulike-a/papers.jsonl")
 CACHE = Path("/tmp/lt-cul/data/embeddings.sqlite")
 RESULTS = ROOT / "benchmarks" / "results" / "rebuild.json"
+
+
+def ingest(settings: Settings, path: Path) -> None:
+    """``paperrec ingest PATH``."""
+    jobs.ingest(wiring.build(settings).corpus, [path], on_rejection=lambda r: None)
+
+
+def rebuild(settings: Settings, full: bool = False) -> jobs.RebuildSummary:
+    """``paperrec rebuild-index [--full]``, through the product's own code."""
+    parts = wiring.build(settings)
+    return jobs.rebuild_index(parts.corpus, parts.embedder, settings.embedding_cache_path,
+                              parts.index_store, settings.exact_index_max, settings.model,
+                              progress=False, full=full)
 
 
 def timed(run: Callable[[], Any]) -> tuple[float, Any]:
@@ -152,14 +165,14 @@ def citeulike(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     sample_s, _ = timed(lambda: embedder.encode(texts))
     embed_all_s = sample_s / len(texts) * len(lines)
 
-    jobs.ingest(settings, [work / "old.jsonl"], on_rejection=lambda r: None)
-    base = jobs.rebuild_index(settings, progress=False, full=True)
+    ingest(settings, work / "old.jsonl")
+    base = rebuild(settings, full=True)
     snapshot = work / "snapshot"
     shutil.copytree(data, snapshot)
-    jobs.ingest(settings, [work / "new.jsonl"], on_rejection=lambda r: None)
+    ingest(settings, work / "new.jsonl")
     full_runs = []
     for _ in range(args.repeats):
-        summary = jobs.rebuild_index(settings, progress=False, full=True)
+        summary = rebuild(settings, full=True)
         full_runs.append(summary.seconds)
     papers = summary.papers
 
@@ -167,7 +180,7 @@ def citeulike(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     for _ in range(args.repeats):
         shutil.rmtree(data)
         shutil.copytree(snapshot, data)
-        jobs.ingest(settings, [work / "new.jsonl"], on_rejection=lambda r: None)
+        ingest(settings, work / "new.jsonl")
         corpus = CorpusStore(settings.corpus_path)
         try:
             new_hashes = [h for _, h, _ in corpus.index_rows()][base.papers:]
@@ -176,7 +189,7 @@ def citeulike(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         with sqlite3.connect(settings.embedding_cache_path) as db:  # embed the 1% for real
             db.executemany("DELETE FROM vectors WHERE content_hash = ?",
                            [(h,) for h in new_hashes])
-        summary = jobs.rebuild_index(settings, progress=False)
+        summary = rebuild(settings)
         assert summary.build == "incremental", summary.reason
         incremental_runs.append(summary.seconds)
         embedded = summary.embedded

@@ -9,18 +9,15 @@ from pathlib import Path
 
 import numpy as np
 
-from recommender.core.config import Settings
 from recommender.core.errors import InvalidInput
 from recommender.core.papers import Paper, Rejection
 from recommender.corpus.formats import read_papers
 from recommender.corpus.store import CorpusStore, UpsertCounts
 from recommender.embedding.cache import cached_vectors
-from recommender.embedding.encoders import shared_embedder
+from recommender.embedding.encoders import TextEncoder
 from recommender.feedback.store import FeedbackStore
 from recommender.index.store import IndexStore
 from recommender.ranking.collaborative import CollaborativeModel
-from recommender.storage.redis_client import connect
-from recommender.storage.redis_keys import RedisKeys
 from recommender.storage.versions import VersionedDir
 
 SAMPLE_DIR = Path(__file__).parent / "corpus" / "sample_data"
@@ -44,30 +41,26 @@ class IngestSummary:
 
 
 def ingest(
-    settings: Settings,
+    corpus: CorpusStore,
     paths: Iterable[Path],
     on_rejection: Callable[[Rejection], None],
     batch: int = 1000,
 ) -> IngestSummary:
     """Read every file into the corpus; bad records are reported and skipped."""
-    corpus = CorpusStore(settings.corpus_path)
     counts = UpsertCounts()
     summary = IngestSummary()
     pending: list[Paper] = []
-    try:
-        for path in paths:
-            for item in read_papers(path):
-                if isinstance(item, Rejection):
-                    summary.rejected += 1
-                    on_rejection(item)
-                    continue
-                pending.append(item)
-                if len(pending) >= batch:
-                    corpus.upsert(pending, counts)
-                    pending = []
-        corpus.upsert(pending, counts)
-    finally:
-        corpus.close()
+    for path in paths:
+        for item in read_papers(path):
+            if isinstance(item, Rejection):
+                summary.rejected += 1
+                on_rejection(item)
+                continue
+            pending.append(item)
+            if len(pending) >= batch:
+                corpus.upsert(pending, counts)
+                pending = []
+    corpus.upsert(pending, counts)
     summary.added, summary.updated = counts.added, counts.updated
     summary.unchanged = counts.unchanged
     return summary
@@ -88,43 +81,33 @@ class RebuildSummary:
                 f"({self.reason})")
 
 
-def rebuild_index(settings: Settings, progress: bool = True,
+def rebuild_index(corpus: CorpusStore, embedder: TextEncoder, embedding_cache: Path,
+                  index: IndexStore, exact_max: int, model: str, progress: bool = True,
                   full: bool = False) -> RebuildSummary:
     """Embed what is new or changed, then publish an index over every paper: extending the
     previous version when only a few papers were added (see ``IndexStore.publish``), built
     from scratch when ``full`` or when it cannot be extended."""
     started = time.perf_counter()
-    corpus = CorpusStore(settings.corpus_path)
-    try:
-        rows = list(corpus.index_rows())
-        if not rows:
-            raise InvalidInput(
-                f"the corpus in {settings.corpus_path} is empty: ingest papers first, e.g. "
-                f"`paperrec ingest --sample` or `paperrec ingest papers.jsonl`"
-            )
-        ids = [pid for pid, _, _ in rows]
-        hashes = [h for _, h, _ in rows]
-        days = np.asarray([day for _, _, day in rows], dtype=np.float64)
-
-        def texts_of(missing: set[str]) -> dict[str, str]:
-            texts = corpus.texts([pid for pid, h, _ in rows if h in missing])
-            return {h: texts[pid] for pid, h, _ in rows if pid in texts}
-
-        vectors, embedded = cached_vectors(settings.model, settings.embed_batch_size,
-                                           settings.embedding_cache_path, hashes, texts_of,
-                                           progress, settings.embed_backend)
-        # The variant cached_vectors used (model and backend): vectors of another never mix.
-        embedding = shared_embedder(settings.model, settings.embed_batch_size,
-                                    settings.embed_backend).variant
-        index = IndexStore(settings.index_dir).publish(
-            ids, vectors, days, settings.model, settings.exact_index_max, hashes=hashes,
-            embedding=embedding, full=full,
+    rows = list(corpus.index_rows())
+    if not rows:
+        raise InvalidInput(
+            f"the corpus in {corpus.path} is empty: ingest papers first, e.g. "
+            f"`paperrec ingest --sample` or `paperrec ingest papers.jsonl`"
         )
-    finally:
-        corpus.close()
-    return RebuildSummary(index.version, len(ids), embedded, time.perf_counter() - started,
-                          str(index.meta["build"]), str(index.meta["build_reason"]))
+    ids = [pid for pid, _, _ in rows]
+    hashes = [h for _, h, _ in rows]
+    days = np.asarray([day for _, _, day in rows], dtype=np.float64)
 
+    def texts_of(missing: set[str]) -> dict[str, str]:
+        texts = corpus.texts([pid for pid, h, _ in rows if h in missing])
+        return {h: texts[pid] for pid, h, _ in rows if pid in texts}
+
+    vectors, embedded = cached_vectors(embedder, embedding_cache, hashes, texts_of, progress)
+    # The variant the vectors were made by (model and backend): vectors of another never mix.
+    published = index.publish(ids, vectors, days, model, exact_max, hashes=hashes,
+                              embedding=embedder.variant, full=full)
+    return RebuildSummary(published.version, len(ids), embedded, time.perf_counter() - started,
+                          str(published.meta["build"]), str(published.meta["build_reason"]))
 
 
 @dataclass
@@ -140,16 +123,15 @@ class TrainSummary:
                 f"{self.papers} papers, {self.likes} likes, {self.seconds:.1f} s")
 
 
-def train_collaborative(settings: Settings, progress: bool = True) -> TrainSummary:
+def train_collaborative(feedback: FeedbackStore, models: VersionedDir,
+                        progress: bool = True) -> TrainSummary:
     """Fit collaborative filtering on every like in Redis and publish it beside the index."""
     started = time.perf_counter()
-    feedback = FeedbackStore(connect(settings), RedisKeys(settings.redis_namespace))
     likes = feedback.likes_by_user()
     if not likes:
         raise InvalidInput("there are no likes yet: collaborative filtering learns from users' "
                            "likes, so record some first (PUT /v1/users/<user>/feedback/<paper>)")
     model = CollaborativeModel.fit(likes, progress=progress)
-    store = VersionedDir(settings.collaborative_dir)
-    version = store.publish(lambda folder, _version: model.save(folder))
+    version = models.publish(lambda folder, _version: model.save(folder))
     return TrainSummary(version, len(likes), len(model.item_ids),
                         sum(len(v) for v in likes.values()), time.perf_counter() - started)

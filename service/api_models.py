@@ -11,7 +11,9 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from recommender.core.ids import MAX_ID_LENGTH, PAPER_ID_PATTERN, USER_ID_PATTERN
 from recommender.digest.subscriptions import EMAIL_PATTERN, MAX_ITEMS_LIMIT
-from recommender.ranking.recommender import MAX_K, MAX_OFFSET
+
+MAX_K = 200  # items in one list, search or similar-papers answer
+MAX_OFFSET = 1000  # how deep a reading list can be paged
 
 UserId = Annotated[str, Field(
     pattern=USER_ID_PATTERN.pattern, max_length=MAX_ID_LENGTH,

@@ -9,12 +9,12 @@ import uuid
 
 from flask import Flask, Response, g, request
 
+from recommender import wiring
 from recommender.core.config import Settings
-from recommender.ranking.recommender import Recommender
-from recommender.storage.redis_keys import RedisKeys
+from recommender.wiring import Components
 
 from . import metrics
-from .auth import OPEN_ENDPOINTS, ApiKeys, require_keys
+from .auth import ApiKeys, require_keys
 from .errors import register_error_handlers
 from .openapi import docs, document
 from .rate_limit import Limit, RateLimiter
@@ -24,24 +24,23 @@ from .state import EXTENSION
 log = logging.getLogger("paperrec.requests")
 
 
-def create_app(settings: Settings | None = None, engine: Recommender | None = None) -> Flask:
-    settings = settings or Settings.from_env()
+def create_app(settings: Settings | None = None, parts: Components | None = None) -> Flask:
+    """The app over ``parts`` (default: ``recommender.wiring.build(settings)``)."""
+    parts = parts or wiring.build(settings or Settings.from_env())
+    settings = parts.settings
     app = Flask(__name__)
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.json.ensure_ascii = False  # type: ignore[attr-defined]
-    engine = engine or Recommender.from_settings(settings)
-    app.extensions[EXTENSION] = engine
+    app.extensions[EXTENSION] = parts
     _log_requests(app)  # first: every request is timed and logged, refused ones too
     metrics.instrument(app)  # counted too, before the API keys are checked
     app.register_blueprint(api)
     app.register_blueprint(docs)
     keys = ApiKeys.parse(settings.api_keys, settings.api_keys_file)
     limit = Limit.parse(settings.rate_limit)
-    limiter = RateLimiter(engine.feedback.client, RedisKeys(settings.redis_namespace),
-                          limit) if limit else None
+    limiter = RateLimiter(parts.redis, parts.keys, limit) if limit else None
     require_keys(app, keys, limiter)
-    app.config["PAPERREC_OPENAPI"] = document(app, secured=bool(keys),
-                                              open_endpoints=OPEN_ENDPOINTS)
+    app.config["PAPERREC_OPENAPI"] = document(app, secured=bool(keys))
     register_error_handlers(app)
     return app
 

@@ -10,9 +10,10 @@ import sys
 import time
 from pathlib import Path
 
-from recommender import jobs
+from recommender import jobs, wiring
 from recommender.core.config import Settings
 from recommender.core.errors import PaperrecError
+from recommender.digest.mailer import Mailer
 from recommender.evaluation import dataset, runner
 from recommender.evaluation.methods import METHOD_NAMES
 
@@ -165,13 +166,17 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
     files = list(args.files) + (jobs.sample_files() if args.sample else [])
     if not files:
         raise SystemExit("paperrec ingest: name at least one FILE, or --sample")
-    summary = jobs.ingest(settings, files, on_rejection=lambda r: print(r, file=sys.stderr))
+    summary = jobs.ingest(wiring.build(settings).corpus, files,
+                          on_rejection=lambda r: print(r, file=sys.stderr))
     print(f"ingest: {summary}")
     return 0
 
 
 def _rebuild(args: argparse.Namespace, settings: Settings) -> int:
-    summary = jobs.rebuild_index(settings, progress=not args.quiet, full=args.full)
+    parts = wiring.build(settings)
+    summary = jobs.rebuild_index(parts.corpus, parts.embedder, settings.embedding_cache_path,
+                                 parts.index_store, settings.exact_index_max, settings.model,
+                                 progress=not args.quiet, full=args.full)
     print(f"rebuild-index: {summary}")
     return 0
 
@@ -189,7 +194,7 @@ def _evaluate(args: argparse.Namespace, settings: Settings) -> int:
     if problems > MAX_PROBLEMS_SHOWN:
         print(f"... and {problems - MAX_PROBLEMS_SHOWN} more problems", file=sys.stderr)
     result = runner.run_evaluation(data, args.methods, args.seed, settings,
-                                       progress=not args.quiet)
+                                   wiring.build(settings).embedder, progress=not args.quiet)
     runner.write_report(result, args.json)
     print(runner.render_table(result))
     print(f"evaluate: wrote {args.json}")
@@ -197,7 +202,9 @@ def _evaluate(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _train(args: argparse.Namespace, settings: Settings) -> int:
-    print(f"train: {jobs.train_collaborative(settings, progress=not args.quiet)}")
+    parts = wiring.build(settings)
+    summary = jobs.train_collaborative(parts.feedback, parts.models, progress=not args.quiet)
+    print(f"train: {summary}")
     return 0
 
 
@@ -213,11 +220,10 @@ def _iso_time(value: str) -> float:
 
 
 def _digest(args: argparse.Namespace, settings: Settings) -> int:
-    from recommender.digest.job import send_digests
-
     now = args.now if args.now is not None else time.time()
-    summary = send_digests(settings, now, dry_run_dir=args.dry_run, only_user=args.user,
-                           progress=not args.quiet)
+    mailer = Mailer(settings.smtp_url, args.dry_run)
+    summary = wiring.build(settings).digest.run(mailer, now, only_user=args.user,
+                                                progress=not args.quiet)
     print(f"digest: {summary}")
     return 1 if summary.failed else 0
 

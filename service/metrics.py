@@ -36,9 +36,12 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from recommender.core.errors import PaperrecError, StoreUnavailable
-from recommender.ranking.recommender import Recommender
+from recommender.index.store import LiveIndex
+from recommender.ranking.collaborative import CollaborativeModel
+from recommender.storage.versions import LiveVersion
 
-from .state import engine
+from .access import access
+from .state import components
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 # From a cached lookup (a few ms) to a reading list over a large index (seconds).
@@ -128,8 +131,10 @@ def instrument(app: Flask) -> None:
 
 
 @blueprint.get("/metrics")
+@access(blueprint, "admin")
 def metrics() -> Response:
-    _refresh_served(engine())
+    parts = components()
+    _refresh_served(parts.index, parts.collaborative)
     registry = REGISTRY
     shared = os.environ.get(MULTIPROC_ENV)
     if shared:
@@ -158,18 +163,19 @@ def _size(file: Path) -> int:
         return 0
 
 
-def _refresh_served(recommender: Recommender) -> None:
+def _refresh_served(live_index: LiveIndex,
+                    collaborative: LiveVersion[CollaborativeModel]) -> None:
     """Set the gauges from the index and model this worker serves (loading newer ones)."""
     metrics = _metrics()
     try:
-        index = recommender.index.get()
+        index = live_index.get()
         metrics.index_version.set(_number(index.version))
         metrics.index_papers.set(len(index))
     except PaperrecError:  # no index yet
         metrics.index_version.set(0)
         metrics.index_papers.set(0)
-    recommender.collaborative.get()
-    metrics.model_version.set(_number(recommender.collaborative.version))
+    collaborative.get()
+    metrics.model_version.set(_number(collaborative.version))
 
 
 def _number(version: str | None) -> int:

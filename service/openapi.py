@@ -27,6 +27,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from recommender.core.errors import InvalidInput
 
 from . import api_models
+from .access import Access, access, declare_access
 
 ERROR_STATUSES = {
     400: "Bad input; the message says what is wrong.",
@@ -53,6 +54,7 @@ class Operation:
     query: type[BaseModel] | None
     body: type[BaseModel] | None
     errors: tuple[int, ...]
+    access: Access  # who may call it (service.auth)
     html: bool = False  # the response is an HTML page (the email links)
 
 
@@ -63,9 +65,10 @@ def operation(
     blueprint: Blueprint, method: str | tuple[str, ...], rule: str, *, summary: str, tag: str,
     response: type[BaseModel] | None = None, status: int = 200,
     query: type[BaseModel] | None = None, body: type[BaseModel] | None = None,
-    errors: tuple[int, ...] = (), html: bool = False,
+    errors: tuple[int, ...] = (), html: bool = False, access: Access = "client",
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Declare, validate and register one API operation."""
+    """Declare, validate and register one API operation; ``access`` says who may call it
+    (``open``, ``client`` or ``admin``: service.auth checks it, the document shows it)."""
 
     def decorate(view: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(view)
@@ -94,9 +97,11 @@ def operation(
             return result
 
         methods = (method,) if isinstance(method, str) else method
+        endpoint = f"{blueprint.name}.{view.__name__}"
+        declare_access(endpoint, access)
         OPERATIONS.extend([Operation(
-            each, rule, f"{blueprint.name}.{view.__name__}", summary, tag, response, status,
-            query, body, errors, html) for each in methods])
+            each, rule, endpoint, summary, tag, response, status, query, body, errors, access,
+            html) for each in methods])
         blueprint.add_url_rule(rule, view_func=validated, methods=list(methods))
         return validated
 
@@ -155,7 +160,7 @@ def _short(value: Any) -> str:
 
 
 # --- the document -------------------------------------------------------------------------
-def document(app: Flask, *, secured: bool, open_endpoints: set[str]) -> dict[str, Any]:
+def document(app: Flask, *, secured: bool) -> dict[str, Any]:
     """The OpenAPI 3.1 document of this app (its security as configured)."""
     schemas: dict[str, Any] = {}
     paths: dict[str, dict[str, Any]] = {}
@@ -190,7 +195,7 @@ def document(app: Flask, *, secured: bool, open_endpoints: set[str]) -> dict[str
         statuses = set(op.errors)
         if op.query is not None or op.body is not None or spec["parameters"]:
             statuses.add(400)
-        if secured and op.endpoint not in open_endpoints:
+        if secured and op.access != "open":
             spec["security"] = [{"bearer": []}]
             statuses |= {401, 403, 429}
         for code in sorted(statuses):
@@ -258,11 +263,16 @@ DOCS_PAGE = """<!doctype html>
 </body></html>"""
 
 
+declare_access("docs.static", "open")
+
+
 @docs.get("/openapi.json")
+@access(docs, "open")
 def openapi_json() -> Response:
     return jsonify(current_app.config["PAPERREC_OPENAPI"])
 
 
 @docs.get("/docs")
+@access(docs, "open")
 def docs_page() -> tuple[str, int, dict[str, str]]:
     return DOCS_PAGE, 200, {"Content-Type": "text/html; charset=utf-8"}

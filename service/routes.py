@@ -9,7 +9,8 @@ from typing import Any
 from flask import Blueprint, Response, g
 from markupsafe import escape
 
-from recommender.core.errors import PaperrecError
+from recommender.core.errors import NotFound, PaperrecError
+from recommender.storage.redis_options import redis_errors
 
 from .api_models import (
     ExportOut,
@@ -30,29 +31,31 @@ from .api_models import (
 )
 from .errors import error_response
 from .openapi import operation
-from .state import engine
+from .state import components
 
 api = Blueprint("api", __name__)
 
 
 @operation(api, "GET", "/healthz", summary="The process is alive.", tag="health",
-           response=Health)
+           response=Health, access="open")
 def healthz() -> Health:
     return Health(status="ok")
 
 
 @operation(api, "GET", "/readyz", summary="An index is loaded and Redis answers.",
-           tag="health", response=Ready, errors=(503,))
+           tag="health", response=Ready, errors=(503,), access="open")
 def readyz() -> Ready | tuple[Response, int]:
     problems = []
     details: dict[str, Any] = {}
+    parts = components()
     try:
-        index = engine().index.get()
+        index = parts.index.get()
         details.update(index_version=index.version, papers=len(index))
     except PaperrecError as exc:
         problems.append(exc.message)
     try:
-        engine().feedback.ping()
+        with redis_errors():
+            parts.redis.ping()
     except PaperrecError as exc:
         problems.append(exc.message)
     if problems:
@@ -65,23 +68,22 @@ def readyz() -> Ready | tuple[Response, int]:
 @operation(api, "GET", "/v1/papers/<path:paper_id>/similar", summary="Papers close in content.",
            tag="papers", query=KQuery, response=SimilarOut, errors=(404, 503))
 def similar(paper_id: str, query: KQuery) -> SimilarOut:
-    items = engine().similar(paper_id, query.k)
-    return SimilarOut.model_validate({"paper_id": paper_id,
-                                     "items": [i.to_dict() for i in items]})
+    items = components().recommender.similar(paper_id, query.k)
+    return SimilarOut.model_validate({"paper_id": paper_id, "items": items}, from_attributes=True)
 
 
 @operation(api, "GET", "/v1/papers/<path:paper_id>", summary="One paper.", tag="papers",
            response=PaperOut, errors=(404,))
 def paper(paper_id: str) -> PaperOut:
-    return PaperOut.model_validate(engine().paper(paper_id).to_dict())
+    return PaperOut.model_validate(components().recommender.paper(paper_id), from_attributes=True)
 
 
 @operation(api, "GET", "/v1/search", summary="Semantic search over titles and abstracts.",
            tag="papers", query=SearchQuery, response=SearchOut, errors=(503,))
 def search(query: SearchQuery) -> SearchOut:
-    items = engine().search(query.q, query.k)
-    return SearchOut.model_validate({"query": query.q.strip(),
-                                    "items": [i.to_dict() for i in items]})
+    items = components().recommender.search(query.q, query.k)
+    return SearchOut.model_validate({"query": query.q.strip(), "items": items},
+                                    from_attributes=True)
 
 
 @operation(api, "PUT", "/v1/users/<user_id>/feedback/<path:paper_id>",
@@ -89,7 +91,8 @@ def search(query: SearchQuery) -> SearchOut:
            body=FeedbackBody, response=FeedbackOut, errors=(404, 503))
 def put_feedback(user_id: str, paper_id: str, body: FeedbackBody) -> FeedbackOut:
     now = time.time()
-    replaced = engine().set_feedback(user_id, paper_id, body.signal, now)
+    components().recommender.paper(paper_id)  # only papers in the corpus are rated
+    replaced = components().feedback.set(user_id, paper_id, body.signal, now)
     g.feedback_written = body.signal  # counted by service.metrics
     return FeedbackOut(user_id=user_id, paper_id=paper_id, signal=body.signal,
                        at=round(now, 3), replaced=replaced)
@@ -99,7 +102,8 @@ def put_feedback(user_id: str, paper_id: str, body: FeedbackBody) -> FeedbackOut
            summary="Take a like or dislike back.", tag="feedback", status=204,
            errors=(404, 503))
 def delete_feedback(user_id: str, paper_id: str) -> Response:
-    engine().remove_feedback(user_id, paper_id)
+    if not components().feedback.remove(user_id, paper_id):
+        raise NotFound(f"user {user_id!r} has no feedback on paper {paper_id!r}")
     g.feedback_written = "remove"
     return Response(status=204)
 
@@ -107,49 +111,55 @@ def delete_feedback(user_id: str, paper_id: str) -> Response:
 @operation(api, "GET", "/v1/users/<user_id>/feedback", summary="A user's likes and dislikes.",
            tag="feedback", response=FeedbackListOut, errors=(503,))
 def get_feedback(user_id: str) -> FeedbackListOut:
-    items = engine().user_feedback(user_id)
-    return FeedbackListOut.model_validate({"user_id": user_id,
-                                          "items": [f.to_dict() for f in items]})
+    items = components().feedback.get(user_id)
+    return FeedbackListOut.model_validate({"user_id": user_id, "items": items},
+                                          from_attributes=True)
 
 
 @operation(api, "GET", "/v1/users/<user_id>/recommendations",
            summary="The user's ranked reading list.", tag="reading lists",
            query=RecommendationsQuery, response=ReadingListOut, errors=(503,))
 def recommendations(user_id: str, query: RecommendationsQuery) -> ReadingListOut:
-    reading_list = engine().recommend(
+    reading_list = components().recommender.recommend(
         user_id, query.k, now=time.time(), offset=query.offset, diversity=query.diversity,
         since=query.since, exclude_served=query.exclude_served)
-    return ReadingListOut.model_validate(reading_list.to_dict())
+    return ReadingListOut.model_validate(reading_list, from_attributes=True)
 
 
 @operation(api, "PUT", "/v1/users/<user_id>/subscription",
            summary="Subscribe to (or change) the email digest.", tag="digests",
            body=SubscriptionBody, response=SubscriptionOut, errors=(503,))
 def put_subscription(user_id: str, body: SubscriptionBody) -> SubscriptionOut:
-    subscription = engine().subscribe(user_id, body.model_dump(), time.time())
-    return SubscriptionOut.model_validate(subscription.to_dict())
+    subscription = components().subscriptions.set(user_id, body.email, body.frequency,
+                                                  body.max_items, time.time())
+    return SubscriptionOut.model_validate(subscription, from_attributes=True)
 
 
 @operation(api, "GET", "/v1/users/<user_id>/subscription", summary="The digest subscription.",
            tag="digests", response=SubscriptionOut, errors=(404, 503))
 def get_subscription(user_id: str) -> SubscriptionOut:
-    return SubscriptionOut.model_validate(engine().subscription(user_id).to_dict())
+    found = components().subscriptions.get(user_id)
+    if found is None:
+        raise NotFound(f"user {user_id!r} has no digest subscription; create one with PUT")
+    return SubscriptionOut.model_validate(found, from_attributes=True)
 
 
 @operation(api, "DELETE", "/v1/users/<user_id>/subscription", summary="Unsubscribe.",
            tag="digests", status=204, errors=(404, 503))
 def delete_subscription(user_id: str) -> Response:
-    engine().unsubscribe(user_id)
+    if not components().subscriptions.delete(user_id):
+        raise NotFound(f"user {user_id!r} has no digest subscription")
     return Response(status=204)
 
 
 @operation(api, ("GET", "POST"), "/v1/links/<token>", tag="digests", html=True,
-           errors=(403, 410), summary="Follow a one-click link of a digest email (POST: "
+           errors=(403, 410), access="open",
+           summary="Follow a one-click link of a digest email (POST: "
                                       "RFC 8058 one-click unsubscribe).")
 def follow_link(token: str) -> tuple[str, int, dict[str, str]]:
     """The one-click links of the digest emails (and RFC 8058 one-click unsubscribe POSTs)."""
     try:
-        claim, message = engine().follow_link(token, time.time())
+        claim, message = components().link_actions.follow(token, time.time())
     except PaperrecError as exc:
         return _page("Nothing was recorded", exc.message, exc.status)
     if claim.action in ("like", "dislike"):
@@ -171,13 +181,16 @@ def _page(heading: str, message: str, status: int) -> tuple[str, int, dict[str, 
 
 
 @operation(api, "GET", "/v1/users/<user_id>/export", tag="your data", response=ExportOut,
-           errors=(503,), summary="Everything stored about a user (admin).")
+           errors=(503,), access="admin", summary="Everything stored about a user (admin).")
 def export_user(user_id: str) -> ExportOut:
-    return ExportOut.model_validate(engine().export_user(user_id))
+    export = components().user_data.export(user_id)
+    return ExportOut.model_validate({"user_id": export.user_id, "feedback": export.feedback,
+                                     "served": export.served, **export.sections},
+                                    from_attributes=True)
 
 
 @operation(api, "DELETE", "/v1/users/<user_id>", tag="your data", status=204, errors=(503,),
-           summary="Erase everything stored about a user (admin).")
+           access="admin", summary="Erase everything stored about a user (admin).")
 def erase_user(user_id: str) -> Response:
-    engine().erase_user(user_id)
+    components().user_data.erase(user_id)
     return Response(status=204)

@@ -1,11 +1,11 @@
-"""Where the engine lives on the app, and how a view gets it."""
+"""Where the parts built by ``recommender.wiring`` live on the app, and how a view gets them."""
 
 from flask import current_app
 
-from recommender.ranking.recommender import Recommender
+from recommender.wiring import Components
 
 EXTENSION = "paperrec"
 
 
-def engine() -> Recommender:
+def components() -> Components:
     return current_app.extensions[EXTENSION]

@@ -14,13 +14,13 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 import redis
 
-from recommender import jobs
+from recommender import jobs, wiring
 from recommender.core.config import Settings
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -81,14 +81,46 @@ def settings(tmp_path: Path, redis_url: str, namespace: str) -> Settings:
                     index_check_seconds=0.0)
 
 
+def rebuild_index(settings: Settings, full: bool = False) -> jobs.RebuildSummary:
+    """``paperrec rebuild-index`` on these settings."""
+    parts = wiring.build(settings)
+    return jobs.rebuild_index(parts.corpus, parts.embedder, settings.embedding_cache_path,
+                              parts.index_store, settings.exact_index_max, settings.model,
+                              progress=False, full=full)
+
+
+@pytest.fixture(scope="session")
+def rebuild() -> Callable[..., jobs.RebuildSummary]:
+    """Runs ``paperrec rebuild-index`` on the settings given."""
+    return rebuild_index
+
+
+@pytest.fixture(scope="session")
+def ingest() -> Callable[[Settings, list[Path]], jobs.IngestSummary]:
+    """Runs ``paperrec ingest`` of these files on the settings given."""
+    return lambda settings, files: jobs.ingest(wiring.build(settings).corpus, files,
+                                               on_rejection=print)
+
+
+@pytest.fixture(scope="session")
+def train() -> Callable[[Settings], jobs.TrainSummary]:
+    """Runs ``paperrec train`` on the settings given."""
+
+    def run(settings: Settings) -> jobs.TrainSummary:
+        parts = wiring.build(settings)
+        return jobs.train_collaborative(parts.feedback, parts.models, progress=False)
+
+    return run
+
+
 @pytest.fixture(scope="session")
 def sample_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A data dir with the sample corpus ingested and indexed by the real model (built once)."""
     data_dir = tmp_path_factory.mktemp("sample-build")
     build = Settings(data_dir=data_dir)
-    summary = jobs.ingest(build, jobs.sample_files(), on_rejection=print)
+    summary = jobs.ingest(wiring.build(build).corpus, jobs.sample_files(), on_rejection=print)
     assert summary.added == 38 and summary.rejected == 0
-    jobs.rebuild_index(build, progress=False)
+    rebuild_index(build)
     return data_dir
 
 

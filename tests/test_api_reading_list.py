@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
 
-from recommender import jobs
 from recommender.core.config import Settings
 from service import create_app
 from tests.test_api import like, paper_ids_about
@@ -80,8 +80,7 @@ def test_every_item_says_why_in_words_and_as_data(
 
 
 def test_the_trained_model_is_served_live_and_new_likes_count_at_once(
-    client: FlaskClient, sample_settings: Settings
-) -> None:
+    client: FlaskClient, sample_settings: Settings, train: Callable[..., Any]) -> None:
     fed = paper_ids_about(sample_settings, "federated")
     like(client, "ada", fed[0])
     like(client, "ada", fed[1])
@@ -98,7 +97,7 @@ def test_the_trained_model_is_served_live_and_new_likes_count_at_once(
     untrained = ids(reading_list(client, "ada", "k=36"))
     assert untrained.index(decoy) < untrained.index(bridge)
 
-    print(jobs.train_collaborative(sample_settings, progress=False))
+    print(train(sample_settings))
     body = reading_list(client, "ada", "k=36")
     assert body["model_version"] == "000001"
     assert ids(body).index(bridge) < ids(body).index(decoy)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from service.rate_limit import Limit
 
 from recommender.core.config import Settings
 from recommender.core.errors import InvalidInput
 from service import create_app
 from service.cli import main
+from service.rate_limit import Limit
 
 pytestmark = pytest.mark.model
 CLIENT_KEY = "client-key-0123456789"

@@ -15,9 +15,12 @@ import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import SMTP, Envelope, Session
 
+from recommender import wiring
 from recommender.core.config import Settings
 from recommender.core.errors import PaperrecError
 from recommender.digest import job as digest
+from recommender.digest.job import DigestSummary
+from recommender.digest.mailer import Mailer
 from service import create_app
 from tests.conftest import free_port
 from tests.test_api import like, paper_ids_about
@@ -65,6 +68,12 @@ def mail_settings(sample_settings: Settings, inbox: Inbox) -> Settings:
                                public_url="http://paperrec.test")
 
 
+def send(settings: Settings, now: float, dry_run_dir: Path | None = None) -> DigestSummary:
+    """``paperrec digest`` at ``now`` (``--dry-run DIR`` when ``dry_run_dir`` is given)."""
+    mailer = Mailer(settings.smtp_url, dry_run_dir)
+    return wiring.build(settings).digest.run(mailer, now, progress=False)
+
+
 def subscribe(client: Any, user: str, address: str, **extra: Any) -> None:
     response = client.put(f"/v1/users/{user}/subscription", json={"email": address, **extra})
     assert response.status_code == 200, response.json
@@ -87,7 +96,7 @@ def test_a_digest_arrives_with_both_parts_and_working_links(
     like(client, "ada", fed[0])
     subscribe(client, "ada", "ada@example.org", frequency="daily", max_items=5)
 
-    summary = digest.send_digests(mail_settings, NOW, progress=False)
+    summary = send(mail_settings, NOW)
     assert (summary.due, summary.sent, summary.failed) == (1, 1, 0)
     [message] = inbox.to("ada@example.org")
     assert message.get_content_type() == "multipart/alternative"
@@ -113,10 +122,10 @@ def test_a_second_run_in_the_same_period_sends_nothing(
 ) -> None:
     client = create_app(mail_settings).test_client()
     subscribe(client, "ada", "ada@example.org", frequency="weekly")
-    assert digest.send_digests(mail_settings, NOW, progress=False).sent == 1
-    again = digest.send_digests(mail_settings, NOW + 3600, progress=False)
+    assert send(mail_settings, NOW).sent == 1
+    again = send(mail_settings, NOW + 3600)
     assert again.sent == 0 and again.skipped["already sent this period"] == 1
-    next_week = digest.send_digests(mail_settings, NOW + 7 * DAY, progress=False)
+    next_week = send(mail_settings, NOW + 7 * DAY)
     assert next_week.sent == 1
     first, second = inbox.to("ada@example.org")
     ids = lambda m: set(re.findall(r"pl-[0-9a-f]{16}", m.get_body(("plain",)).get_content()))  # noqa: E731
@@ -129,7 +138,7 @@ def test_a_refused_address_does_not_stop_the_others(
     client = create_app(mail_settings).test_client()
     subscribe(client, "bob", "refuse-bob@example.org")
     subscribe(client, "carol", "carol@example.org")
-    summary = digest.send_digests(mail_settings, NOW, progress=False)
+    summary = send(mail_settings, NOW)
     assert (summary.due, summary.sent, summary.failed) == (2, 1, 1)
     assert len(inbox.to("carol@example.org")) == 1
 
@@ -151,9 +160,9 @@ def test_a_crashed_job_run_again_sends_each_subscriber_exactly_once(
 
     monkeypatch.setattr(digest, "render_digest", crash_on_second)
     with pytest.raises(RuntimeError):
-        digest.send_digests(mail_settings, NOW, progress=False)
+        send(mail_settings, NOW)
     monkeypatch.setattr(digest, "render_digest", real_render)
-    assert digest.send_digests(mail_settings, NOW, progress=False).sent == 2
+    assert send(mail_settings, NOW).sent == 2
     assert sorted(m["To"] for m in inbox.messages) == [
         "u1@example.org", "u2@example.org", "u3@example.org"]
 
@@ -161,20 +170,20 @@ def test_a_crashed_job_run_again_sends_each_subscriber_exactly_once(
 def test_two_jobs_at_once_do_not_both_send(mail_settings: Settings, inbox: Inbox) -> None:
     client = create_app(mail_settings).test_client()
     subscribe(client, "ada", "ada@example.org")
-    engine = client.application.extensions["paperrec"]
-    assert engine.subscriptions.acquire_lock("another-job", 60)
+    other_job = client.application.extensions["paperrec"].subscriptions.lock(60)
+    assert other_job.acquire()
     with pytest.raises(PaperrecError, match="another digest job is running"):
-        digest.send_digests(mail_settings, NOW, progress=False)
+        send(mail_settings, NOW)
     assert inbox.messages == []
-    engine.subscriptions.release_lock("another-job")
-    assert digest.send_digests(mail_settings, NOW, progress=False).sent == 1
+    other_job.release()
+    assert send(mail_settings, NOW).sent == 1
 
 
 def test_nothing_new_means_no_email(mail_settings: Settings, inbox: Inbox) -> None:
     client = create_app(mail_settings).test_client()
     subscribe(client, "ada", "ada@example.org", frequency="daily", max_items=50)
-    assert digest.send_digests(mail_settings, NOW, progress=False).sent == 1
-    summary = digest.send_digests(mail_settings, NOW + DAY, progress=False)
+    assert send(mail_settings, NOW).sent == 1
+    summary = send(mail_settings, NOW + DAY)
     assert summary.sent == 0 and summary.skipped["nothing new"] == 1
     assert len(inbox.messages) == 1
 
@@ -185,8 +194,8 @@ def test_dry_run_writes_eml_files_and_records_nothing(
     client = create_app(mail_settings).test_client()
     subscribe(client, "ada", "ada@example.org")
     out = tmp_path / "outbox"
-    assert digest.send_digests(mail_settings, NOW, dry_run_dir=out, progress=False).sent == 1
+    assert send(mail_settings, NOW, dry_run_dir=out).sent == 1
     [eml] = out.glob("*.eml")
     assert b"List-Unsubscribe-Post: List-Unsubscribe=One-Click" in eml.read_bytes()
     assert inbox.messages == []
-    assert digest.send_digests(mail_settings, NOW, progress=False).sent == 1  # still due
+    assert send(mail_settings, NOW).sent == 1  # still due

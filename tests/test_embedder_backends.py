@@ -14,7 +14,7 @@ from recommender.core.errors import InvalidInput
 from recommender.core.papers import Paper
 from recommender.corpus.formats import read_papers
 from recommender.embedding.cache import EmbeddingCache, cached_vectors
-from recommender.embedding.encoders import BACKENDS, Embedder, vector_key
+from recommender.embedding.encoders import BACKENDS, Embedder, shared_embedder, vector_key
 
 
 @pytest.fixture(scope="module")
@@ -102,24 +102,26 @@ def test_the_cache_never_mixes_backends(
     def texts_of(missing: set[str]) -> dict[str, str]:
         return {h: by_hash[h] for h in missing}
 
+    torch = shared_embedder(DEFAULT_MODEL, 64, "torch")
+    int8 = shared_embedder(DEFAULT_MODEL, 64, "onnx-int8")
     cache = EmbeddingCache(cache_path)
     cache.put(vector_key(DEFAULT_MODEL, "torch"), hashes, torch_vectors)
     cache.close()
-    from_torch, embedded = cached_vectors(DEFAULT_MODEL, 64, cache_path, hashes, texts_of,
-                                          progress=False, backend="torch")
+    from_torch, embedded = cached_vectors(torch, cache_path, hashes, texts_of,
+                                      progress=False)
     assert embedded == 0
     np.testing.assert_array_equal(from_torch, torch_vectors)
 
     # The torch vectors are cached, yet onnx-int8 embeds every paper itself, and both stay.
-    fast, embedded = cached_vectors(DEFAULT_MODEL, 64, cache_path, hashes, texts_of,
-                                    progress=False, backend="onnx-int8")
+    fast, embedded = cached_vectors(int8, cache_path, hashes, texts_of,
+                                      progress=False)
     assert embedded == len(sample)
     assert not np.array_equal(fast, torch_vectors)
     assert np.sum(fast * torch_vectors, axis=1).mean() >= 0.99
-    again, embedded = cached_vectors(DEFAULT_MODEL, 64, cache_path, hashes, texts_of,
-                                     progress=False, backend="onnx-int8")
+    again, embedded = cached_vectors(int8, cache_path, hashes, texts_of,
+                                      progress=False)
     assert embedded == 0
     np.testing.assert_array_equal(again, fast)
-    still, _ = cached_vectors(DEFAULT_MODEL, 64, cache_path, hashes, texts_of,
-                              progress=False, backend="torch")
+    still, _ = cached_vectors(torch, cache_path, hashes, texts_of,
+                                      progress=False)
     np.testing.assert_array_equal(still, torch_vectors)

@@ -10,12 +10,14 @@ import numpy as np
 import pytest
 
 from recommender.core.config import Settings
+from recommender.embedding.encoders import shared_embedder
 from recommender.evaluation.dataset import Dataset, load_dataset, paper_vectors
 from recommender.evaluation.methods import METHOD_NAMES, TfidfSvm, TopRows, make_method
 from recommender.evaluation.metrics import top_rows, user_metrics
 from recommender.evaluation.runner import run_evaluation
 from service.cli import main
 
+EMBEDDER = shared_embedder(Settings().model, 64, Settings().embed_backend)  # loaded on use
 NDCG_ONE_HIT_OF_TWO = 1 / (1 + 1 / math.log2(3))  # a hit at rank 1, two test papers
 
 
@@ -65,7 +67,8 @@ def test_popular_on_a_hand_computed_dataset(tmp_path: Path) -> None:
     assert summary["train_likes"] == 7 and summary["skipped_interactions"] == 2
     assert summary["test_in_train"] == 1  # u1's p00 is a training paper: never a hit
 
-    report = run_evaluation(data, ["popular"], seed=0, settings=Settings(), progress=False)
+    report = run_evaluation(data, ["popular"], seed=0, settings=Settings(),
+                            embedder=EMBEDDER, progress=False)
     popular = report["methods"]["popular"]
     # u1 ranks p02 first and p29 28th; u2 and u4 rank their one test paper first;
     # u5 (absent from train) ranks p00 first and p28 29th.
@@ -121,7 +124,8 @@ def test_tfidf_svm_ranks_a_paper_sharing_distinctive_words_first(tmp_path: Path)
     svm.fit(data, None)
     liked = data.train[0]
     assert data.paper_ids[top_rows(svm.scores(liked), liked)[0]] == "q3"
-    report = run_evaluation(data, ["tfidf-svm"], seed=0, settings=Settings(), progress=False)
+    report = run_evaluation(data, ["tfidf-svm"], seed=0, settings=Settings(),
+                            embedder=EMBEDDER, progress=False)
     assert report["methods"]["tfidf-svm"]["recall@20"] == 1.0
     assert report["methods"]["tfidf-svm"]["ndcg@20"] == 1.0
 
@@ -147,7 +151,8 @@ def co_liked_case(tmp_path: Path) -> Dataset:
 
 def test_cf_recommends_what_readers_of_the_same_papers_saved(tmp_path: Path) -> None:
     data = co_liked_case(tmp_path)
-    report = run_evaluation(data, ["cf"], seed=0, settings=Settings(), progress=False)
+    report = run_evaluation(data, ["cf"], seed=0, settings=Settings(),
+                            embedder=EMBEDDER, progress=False)
     assert report["methods"]["cf"]["ndcg@20"] == 1.0
 
 
@@ -189,11 +194,12 @@ def test_the_command_rejects_an_unknown_method(
 def test_content_finds_the_topic_and_a_second_run_embeds_nothing(tmp_path: Path) -> None:
     data = load_dataset(*write_dataset(tmp_path, TOPICS, ["u\tq1", "v\tb1"], ["u\tq2", "v\tb3"]))
     settings = Settings(data_dir=tmp_path / "var")
-    first = run_evaluation(data, ["content", "content-max"], 0, settings, progress=False)
+    first = run_evaluation(data, ["content", "content-max"], 0, settings, EMBEDDER,
+                           progress=False)
     assert first["dataset"]["newly_embedded"] == len(TOPICS)
     for name in ("content", "content-max"):  # q2 and b3 come first, of 8 candidates
         assert first["methods"][name]["ndcg@20"] == pytest.approx(1.0)
-    second = run_evaluation(data, ["content"], 0, settings, progress=False)
+    second = run_evaluation(data, ["content"], 0, settings, EMBEDDER, progress=False)
     assert second["dataset"]["newly_embedded"] == 0
     assert second["methods"]["content"]["ndcg@20"] == first["methods"]["content"]["ndcg@20"]
 
@@ -203,12 +209,14 @@ def test_hybrid_ranks_through_the_production_ranking(tmp_path: Path) -> None:
     data = co_liked_case(tmp_path)
     settings = Settings(data_dir=tmp_path / "var")
     hybrid = make_method("hybrid", seed=0)
-    hybrid.fit(data, paper_vectors(data.papers, settings, progress=False)[0])
+    hybrid.fit(data, paper_vectors(data.papers, EMBEDDER, settings.embedding_cache_path,
+                                   progress=False)[0])
     liked = data.train[data.users.index("t")]
     ranked = top_rows(hybrid.scores(liked), liked)
     assert sorted(data.paper_ids[r] for r in ranked) == sorted(
         pid for pid, _ in TOPICS if pid != "q1")
-    report = run_evaluation(data, ["hybrid"], seed=0, settings=settings, progress=False)
+    report = run_evaluation(data, ["hybrid"], seed=0, settings=settings, embedder=EMBEDDER,
+                            progress=False)
     assert report["methods"]["hybrid"]["users"] == 1
     assert report["methods"]["hybrid"]["recall@300"] == 1.0
 

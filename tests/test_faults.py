@@ -54,10 +54,11 @@ ROOT = Path(__file__).resolve().parent.parent
 # --- a data dir, built without the model -------------------------------------------------
 
 @pytest.fixture(scope="session")
-def fault_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def fault_build(tmp_path_factory: pytest.TempPathFactory, rebuild: Callable[..., Any],
+                ingest: Callable[..., Any]) -> Path:
     data_dir = tmp_path_factory.mktemp("fault-build")
     build = Settings(data_dir=data_dir)
-    jobs.ingest(build, jobs.sample_files(), on_rejection=print)
+    ingest(build, jobs.sample_files())
     rows = list(CorpusStore(build.corpus_path).index_rows())
     hashes = [content_hash for _, content_hash, _ in rows]
     vectors = np.stack([np.random.default_rng(int(h[:12], 16)).normal(size=384) for h in hashes])
@@ -65,7 +66,7 @@ def fault_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     cache = EmbeddingCache(build.embedding_cache_path)
     cache.put(cache_key(build), hashes, vectors.astype(np.float32))
     cache.close()
-    summary = jobs.rebuild_index(build, progress=False)
+    summary = rebuild(build)
     assert summary.embedded == 0 and summary.version == "000001"
     return data_dir
 
@@ -549,8 +550,7 @@ DAMAGE: dict[str, Callable[[Path], None]] = {
 @pytest.mark.parametrize("damage", DAMAGE, ids=list(DAMAGE))
 def test_a_damaged_index_at_start_leaves_the_service_up_not_ready_then_a_rebuild_serves(
     damage: str, data_dir: Path, redis_url: str, namespace: str,
-    caplog: pytest.LogCaptureFixture,
-) -> None:
+    caplog: pytest.LogCaptureFixture, rebuild: Callable[..., Any]) -> None:
     settings = Settings(data_dir=data_dir, redis_url=redis_url, redis_namespace=namespace,
                         index_check_seconds=0.0)
     DAMAGE[damage](settings.index_dir)
@@ -571,7 +571,7 @@ def test_a_damaged_index_at_start_leaves_the_service_up_not_ready_then_a_rebuild
     assert str(settings.index_dir) in complaints[0].getMessage()
     assert "paperrec rebuild-index" in complaints[0].getMessage()
 
-    summary = jobs.rebuild_index(settings, progress=False)
+    summary = rebuild(settings)
     ready = client.get("/readyz")
     assert ready.status_code == 200 and ready.json["index_version"] == summary.version
     assert client.get(f"/v1/papers/{paper}/similar?k=3").status_code == 200
@@ -607,8 +607,8 @@ def test_a_service_started_on_a_damaged_index_stays_up_and_picks_up_a_good_versi
 # --- 4. A rebuild that dies half-way -------------------------------------------------------
 
 def test_a_rebuild_that_fails_half_way_leaves_the_served_version_untouched(
-    data_dir: Path, redis_url: str, namespace: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+    data_dir: Path, redis_url: str, namespace: str, monkeypatch: pytest.MonkeyPatch,
+    rebuild: Callable[..., Any]) -> None:
     settings = Settings(data_dir=data_dir, redis_url=redis_url, redis_namespace=namespace,
                         index_check_seconds=0.0)
     client = create_app(settings).test_client()
@@ -627,7 +627,7 @@ def test_a_rebuild_that_fails_half_way_leaves_the_served_version_untouched(
 
     monkeypatch.setattr(recommender.index.store.np, "save", disk_full_on_the_third_array)
     with pytest.raises(OSError, match="No space left"):
-        jobs.rebuild_index(settings, progress=False)
+        rebuild(settings)
     monkeypatch.undo()
     assert len(saved) == 2  # it did fail half-way through writing the version
 
@@ -635,7 +635,7 @@ def test_a_rebuild_that_fails_half_way_leaves_the_served_version_untouched(
     assert store.current() == "000001"
     assert sorted(p.name for p in store.versions.iterdir()) == ["000001"]
     assert client.get("/readyz").json["index_version"] == "000001"
-    assert jobs.rebuild_index(settings, progress=False).version == "000002"
+    assert rebuild(settings).version == "000002"
     assert client.get("/readyz").json["index_version"] == "000002"
 
 
@@ -643,8 +643,7 @@ KILLED_MID_WRITE = textwrap.dedent("""
     import sys, time
     from pathlib import Path
     import numpy as np
-    from recommender import jobs
-    from recommender.core.config import Settings
+    from service.cli import main
 
     real_save, marker = np.save, Path(sys.argv[1])
     def slow_save(path, array, *args, **kwargs):
@@ -652,7 +651,7 @@ KILLED_MID_WRITE = textwrap.dedent("""
         marker.write_text(str(path))  # one array is on disk: kill me now
         time.sleep(60)
     np.save = slow_save
-    jobs.rebuild_index(Settings.from_env(), progress=False)
+    main(["rebuild-index", "--quiet"])
 """)
 
 

@@ -11,9 +11,10 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from flask import Flask
@@ -21,10 +22,9 @@ from flask.testing import FlaskClient
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.parser import text_string_to_metric_families
 
-from recommender import jobs
 from recommender.core.config import Settings
 from service import create_app
-from service.state import engine
+from service.state import components
 from tests.conftest import free_port
 from tests.test_api import like, paper_ids_about
 
@@ -106,7 +106,7 @@ def test_feedback_writes_are_counted_by_action(app: Flask, sample_settings: Sett
     assert client.delete(f"/v1/users/ada/feedback/{fed[3]}").status_code == 404
     # The one-click links of the digest emails write feedback too; unsubscribing does not.
     with app.app_context():
-        links = engine().links
+        links = components().links
         dislike_link = links.sign("bob", "dislike", fed[2], time.time())
         unsubscribe_link = links.sign("bob", "unsubscribe", None, time.time())
     assert client.get(f"/v1/links/{dislike_link}").status_code == 200
@@ -142,11 +142,12 @@ def test_redis_errors_are_counted(sample_settings: Settings) -> None:
 
 
 def test_index_and_model_gauges_follow_what_is_served(
-        app: Flask, sample_settings: Settings, tmp_path: Path) -> None:
+        app: Flask, sample_settings: Settings, tmp_path: Path, rebuild: Callable[..., Any],
+        ingest: Callable[..., Any], train: Callable[..., Any]) -> None:
     client = app.test_client()
     samples = scrape(client)
     with app.app_context():
-        index = engine().index.get()
+        index = components().index.get()
     assert index.version == "000001" and len(index) == 38
     assert value(samples, "paperrec_index_version") == 1
     assert value(samples, "paperrec_index_papers") == 38
@@ -156,13 +157,13 @@ def test_index_and_model_gauges_follow_what_is_served(
     new = tmp_path / "new.jsonl"
     new.write_text(json.dumps({"id": "new-1", "title": "Graph transformers for molecules",
                                "abstract": "We study attention over molecular graphs."}) + "\n")
-    jobs.ingest(sample_settings, [new], on_rejection=print)
-    assert jobs.rebuild_index(sample_settings, progress=False).version == "000002"
+    ingest(sample_settings, [new])
+    assert rebuild(sample_settings).version == "000002"
     fed = paper_ids_about(sample_settings, "federated")
     for user in ("ada", "bob", "cy"):
         like(client, user, fed[0])
         like(client, user, fed[1])
-    assert jobs.train_collaborative(sample_settings, progress=False).version == "000001"
+    assert train(sample_settings).version == "000001"
     samples = scrape(client)
     assert value(samples, "paperrec_index_version") == 2
     assert value(samples, "paperrec_index_papers") == 39

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from recommender.ranking import rank as reading_list
 from recommender.ranking.collaborative import CollaborativeModel
@@ -143,15 +142,12 @@ def test_a_withheld_co_liked_paper_surfaces_through_collaborative_filtering() ->
     assert without_cf[0] >= 5  # ties in content alone put B papers first
 
 
-def test_candidates_from_each_liked_paper_match_scoring_every_paper(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_candidates_from_each_liked_paper_match_scoring_every_paper() -> None:
     ctx = two_topics(tight_a=0.6, loose_b=0.9, noise=400)
     liked = np.array([0, 1, 20])  # two interests
     everything = rows(rank(ctx, liked, np.array([], int), 10).rows)
     spread = rows(rank(ctx, liked, np.array([], int), 10, diversity=1.0).rows)
 
-    monkeypatch.setattr(reading_list, "SCORE_ALL_BELOW", 100)
     large = RankingContext(ctx.vectors, ctx.neighbours, ctx.neighbour_sims, ctx.like_counts,
                            ctx.item_ids, search=exact_search(ctx.vectors, []))
     assert rows(rank(large, liked, np.array([], int), 10).rows) == everything
@@ -159,9 +155,7 @@ def test_candidates_from_each_liked_paper_match_scoring_every_paper(
     assert {r < 20 for r in spread} == {True, False}  # both interests are served
 
 
-def test_many_likes_cost_a_bounded_number_of_searches_and_lose_nothing(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_many_likes_cost_a_bounded_number_of_searches_and_lose_nothing() -> None:
     """A reader with 36 likes across twelve topics: the large-corpus path makes at most
     SEARCH_QUERIES searches, yet ranks exactly as scoring every paper does."""
     rng = np.random.default_rng(3)
@@ -173,7 +167,6 @@ def test_many_likes_cost_a_bounded_number_of_searches_and_lose_nothing(
     liked = np.array([15 * t + i for t in range(12) for i in range(3)])
     everything = rows(rank(ctx, liked, np.array([], int), 20).rows)
     searched: list[int] = []
-    monkeypatch.setattr(reading_list, "SCORE_ALL_BELOW", 100)
     large = RankingContext(ctx.vectors, ctx.neighbours, ctx.neighbour_sims, ctx.like_counts,
                            ctx.item_ids, search=exact_search(ctx.vectors, searched))
     assert rows(rank(large, liked, np.array([], int), 20).rows) == everything

@@ -11,7 +11,7 @@ from flask.testing import FlaskClient
 
 from recommender.core.config import Settings
 from service import create_app
-from service.state import engine
+from service.state import components
 from tests.test_api import paper_ids_about
 
 pytestmark = pytest.mark.model
@@ -29,7 +29,7 @@ def client(app: Flask) -> FlaskClient:
 
 def token(app: Flask, user: str, action: str, paper: str | None, now: float | None = None) -> str:
     with app.app_context():
-        return engine().links.sign(user, action, paper, now or time.time())  # type: ignore[arg-type]
+        return components().links.sign(user, action, paper, now or time.time())  # type: ignore[arg-type]
 
 
 def test_a_subscription_is_created_read_and_deleted(client: FlaskClient) -> None:

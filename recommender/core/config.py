@@ -7,6 +7,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+# The one corpus-size threshold: up to this many papers the index is exact and reading lists
+# score every paper; above it the index is HNSW and reading lists score the candidates it finds.
+EXACT_INDEX_MAX = 20_000
 DEFAULT_EMBED_BACKEND = "onnx-int8"  # benchmarks/README.md, "Embedding", says why
 
 
@@ -41,7 +44,7 @@ class Settings:
     embed_batch_size: int = 64
     embed_backend: str = DEFAULT_EMBED_BACKEND  # torch, onnx or onnx-int8 (see embedder.py)
     index_check_seconds: float = 2.0
-    exact_index_max: int = 20_000  # = reading_list.SCORE_ALL_BELOW: above it, searches
+    exact_index_max: int = EXACT_INDEX_MAX
     secret_key: str = ""  # empty: a random key kept in data_dir/secret.key
     public_url: str = "http://127.0.0.1:8000"  # where users reach the service (email links)
     smtp_url: str = ""  # smtp://user:pass@host:587 (STARTTLS) or smtps://host:465
@@ -60,7 +63,7 @@ class Settings:
             embed_batch_size=_env_int("PAPERREC_EMBED_BATCH_SIZE", 64),
             embed_backend=os.environ.get("PAPERREC_EMBED_BACKEND") or DEFAULT_EMBED_BACKEND,
             index_check_seconds=_env_float("PAPERREC_INDEX_CHECK_SECONDS", 2.0),
-            exact_index_max=_env_int("PAPERREC_EXACT_INDEX_MAX", 20_000),
+            exact_index_max=_env_int("PAPERREC_EXACT_INDEX_MAX", EXACT_INDEX_MAX),
             secret_key=os.environ.get("PAPERREC_SECRET_KEY", ""),
             public_url=(os.environ.get("PAPERREC_PUBLIC_URL") or "http://127.0.0.1:8000").rstrip("/"),
             smtp_url=os.environ.get("SMTP_URL", ""),

@@ -6,29 +6,32 @@ every paper already served to the user left out. A digest is recorded in Redis r
 the SMTP server accepts it, so a job that crashed half-way and runs again sends only the
 rest; its Message-ID is fixed per user and period, so even the one message that could go
 out twice (a crash between the server's acceptance and the record) is recognisably the same.
-A lock in Redis keeps a second job from sending at the same time.
+A lock in Redis (redis-py's ``Lock``) keeps a second job from sending at the same time.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import logging
 import smtplib
-import uuid
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 
+from redis.exceptions import LockError
+from redis.lock import Lock
 from tqdm import tqdm
 
-from recommender.core.config import Settings
 from recommender.core.errors import PaperrecError
+from recommender.corpus.store import CorpusStore
 from recommender.digest.email import DigestContent, DigestItem, render_digest
-from recommender.digest.links import Action
+from recommender.digest.links import Action, LinkSigner
 from recommender.digest.mailer import Mailer
-from recommender.digest.subscriptions import Frequency, Subscription
+from recommender.digest.subscriptions import Frequency, Subscription, SubscriptionStore
+from recommender.feedback.store import FeedbackStore
 from recommender.ranking.recommender import Recommender
+from recommender.storage.redis_options import redis_errors
 
 log = logging.getLogger(__name__)
 MIN_GAP_SECONDS = {"daily": 20 * 3600, "weekly": 6 * 86400}
@@ -61,77 +64,92 @@ def period_of(frequency: Frequency, now: float) -> str:
     return f"{year}-W{week:02d}"
 
 
-def send_digests(settings: Settings, now: float, dry_run_dir: Path | None = None,
-                 only_user: str | None = None, progress: bool = True) -> DigestSummary:
-    engine = Recommender.from_settings(settings)
-    store = engine.subscriptions
-    mailer = Mailer(settings.smtp_url, dry_run_dir)
-    owner = uuid.uuid4().hex
-    if dry_run_dir is None and not store.acquire_lock(owner, LOCK_SECONDS):
-        raise PaperrecError("another digest job is running (its lock in Redis expires within "
-                            f"{LOCK_SECONDS // 60} minutes); nothing was sent")
-    summary = DigestSummary()
-    try:
-        users = [only_user] if only_user else list(store.subscribers())
-        for user_id in tqdm(users, desc="digests", unit="user", disable=not progress):
-            subscription = store.get(user_id)
-            if subscription is None:
-                summary.skipped["not subscribed"] += 1
-                continue
-            _send_one(engine, mailer, settings, subscription, now, dry_run_dir is not None,
-                      summary)
-    finally:
-        mailer.close()
-        if dry_run_dir is None:
-            store.release_lock(owner)
-    return summary
+@dataclass
+class DigestJob:
+    """Sends each due subscriber their digest; built once by ``recommender.wiring``."""
+
+    recommender: Recommender
+    subscriptions: SubscriptionStore
+    feedback: FeedbackStore
+    corpus: CorpusStore
+    links: LinkSigner
+    public_url: str  # the base of every link in the emails
+    mail_from: str
+
+    def run(self, mailer: Mailer, now: float, only_user: str | None = None,
+            progress: bool = True) -> DigestSummary:
+        """Send (or with a dry-run mailer, write) every due digest; one job at a time."""
+        lock = self.subscriptions.lock(LOCK_SECONDS)
+        if not mailer.dry_run and not _acquire(lock):
+            raise PaperrecError("another digest job is running (its lock in Redis expires "
+                                f"within {LOCK_SECONDS // 60} minutes); nothing was sent")
+        summary = DigestSummary()
+        try:
+            users = [only_user] if only_user else list(self.subscriptions.subscribers())
+            for user_id in tqdm(users, desc="digests", unit="user", disable=not progress):
+                subscription = self.subscriptions.get(user_id)
+                if subscription is None:
+                    summary.skipped["not subscribed"] += 1
+                    continue
+                self._send_one(mailer, subscription, now, summary)
+        finally:
+            mailer.close()
+            if not mailer.dry_run:
+                with redis_errors(), contextlib.suppress(LockError):  # expired: nothing to free
+                    lock.release()
+        return summary
+
+    def _send_one(self, mailer: Mailer, sub: Subscription, now: float,
+                  summary: DigestSummary) -> None:
+        store = self.subscriptions
+        period = period_of(sub.frequency, now)
+        if store.digest_sent(sub.user_id, period):
+            summary.skipped["already sent this period"] += 1
+            return
+        last = store.last_digest_at(sub.user_id)
+        if last is not None and now - last < MIN_GAP_SECONDS[sub.frequency]:
+            summary.skipped["sent too recently"] += 1
+            return
+        summary.due += 1
+        reading = self.recommender.recommend(sub.user_id, sub.max_items, now=now,
+                                             exclude_served=True, record=False)
+        if not reading.items:
+            summary.skipped["nothing new"] += 1
+            return
+        papers = self.corpus.get_many([item.paper_id for item in reading.items])
+
+        def link(action: Action, paper_id: str | None) -> str:
+            token = self.links.sign(sub.user_id, action, paper_id, now)
+            return f"{self.public_url}/v1/links/{token}"
+
+        items = [DigestItem(item.paper_id, item.title,
+                            papers[item.paper_id].url if item.paper_id in papers else None,
+                            papers[item.paper_id].abstract if item.paper_id in papers else "",
+                            item.reason, link("like", item.paper_id),
+                            link("dislike", item.paper_id))
+                 for item in reading.items]
+        unsubscribe = link("unsubscribe", None)
+        label = period if sub.frequency == "daily" else f"week of {_monday(now).isoformat()}"
+        content = DigestContent(sub.user_id, items, unsubscribe, sub.frequency,
+                                reading.personalized, label)
+        # Fixed per user and period (user ids may hold "@", so they are hashed).
+        user_hash = hashlib.sha256(sub.user_id.encode()).hexdigest()[:16]
+        message_id = f"<digest.{user_hash}.{period}@paperrec>"
+        message = render_digest(content, self.mail_from, sub.email, message_id, unsubscribe)
+        try:
+            mailer.send(message, f"{sub.user_id}-{period}")
+        except (smtplib.SMTPException, OSError) as exc:
+            summary.failed += 1
+            log.error("digest for %s to %s failed: %s", sub.user_id, sub.email, exc)
+            if not isinstance(exc, smtplib.SMTPRecipientsRefused):
+                mailer.close()  # the connection may be broken; the next send reconnects
+            return
+        summary.sent += 1
+        if not mailer.dry_run:
+            store.record_digest(sub.user_id, period, now, message_id)
+            self.feedback.record_served(sub.user_id, [item.paper_id for item in items], now)
 
 
-def _send_one(engine: Recommender, mailer: Mailer, settings: Settings, sub: Subscription,
-              now: float, dry_run: bool, summary: DigestSummary) -> None:
-    store = engine.subscriptions
-    period = period_of(sub.frequency, now)
-    if store.digest_sent(sub.user_id, period):
-        summary.skipped["already sent this period"] += 1
-        return
-    last = store.last_digest_at(sub.user_id)
-    if last is not None and now - last < MIN_GAP_SECONDS[sub.frequency]:
-        summary.skipped["sent too recently"] += 1
-        return
-    summary.due += 1
-    reading = engine.recommend(sub.user_id, sub.max_items, now=now, exclude_served=True,
-                               record=False)
-    if not reading.items:
-        summary.skipped["nothing new"] += 1
-        return
-    papers = engine.corpus.get_many([item.paper_id for item in reading.items])
-
-    def link(action: Action, paper_id: str | None) -> str:
-        token = engine.links.sign(sub.user_id, action, paper_id, now)
-        return f"{settings.public_url}/v1/links/{token}"
-
-    items = [DigestItem(item.paper_id, item.title,
-                        papers[item.paper_id].url if item.paper_id in papers else None,
-                        papers[item.paper_id].abstract if item.paper_id in papers else "",
-                        item.reason, link("like", item.paper_id), link("dislike", item.paper_id))
-             for item in reading.items]
-    unsubscribe = link("unsubscribe", None)
-    label = period if sub.frequency == "daily" else f"week of {_monday(now).isoformat()}"
-    content = DigestContent(sub.user_id, items, unsubscribe, sub.frequency,
-                            reading.personalized, label)
-    # Fixed per user and period (user ids may hold "@", so they are hashed).
-    user_hash = hashlib.sha256(sub.user_id.encode()).hexdigest()[:16]
-    message_id = f"<digest.{user_hash}.{period}@paperrec>"
-    message = render_digest(content, settings.mail_from, sub.email, message_id, unsubscribe)
-    try:
-        mailer.send(message, f"{sub.user_id}-{period}")
-    except (smtplib.SMTPException, OSError) as exc:
-        summary.failed += 1
-        log.error("digest for %s to %s failed: %s", sub.user_id, sub.email, exc)
-        if not isinstance(exc, smtplib.SMTPRecipientsRefused):
-            mailer.close()  # the connection may be broken; the next send reconnects
-        return
-    summary.sent += 1
-    if not dry_run:
-        store.record_digest(sub.user_id, period, now, message_id)
-        engine.feedback.record_served(sub.user_id, [item.paper_id for item in items], now)
+def _acquire(lock: Lock) -> bool:
+    with redis_errors():
+        return bool(lock.acquire())

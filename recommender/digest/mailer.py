@@ -26,6 +26,11 @@ class Mailer:
         if dry_run_dir is not None:
             dry_run_dir.mkdir(parents=True, exist_ok=True)
 
+    @property
+    def dry_run(self) -> bool:
+        """Messages are written as files: nothing is sent, nothing need be recorded."""
+        return self.dry_run_dir is not None
+
     def send(self, message: EmailMessage, name: str) -> None:
         if self.dry_run_dir is not None:
             (self.dry_run_dir / f"{name}.eml").write_bytes(message.as_bytes())

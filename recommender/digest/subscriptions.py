@@ -1,15 +1,18 @@
-"""SubscriptionStore: who gets a digest, how often, and which digests went out (in Redis)."""
+"""SubscriptionStore: who gets a digest, how often, and which digests went out (in Redis).
+
+Subscriptions are validated at the API boundary (``service/api_models.SubscriptionBody``);
+``EMAIL_PATTERN`` and ``MAX_ITEMS_LIMIT`` are the rules it declares."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 import redis
+from redis.lock import Lock
 
-from recommender.core.errors import InvalidInput
 from recommender.storage.redis_keys import RedisKeys
 from recommender.storage.redis_options import redis_errors
 
@@ -28,28 +31,12 @@ class Subscription:
     max_items: int
     created_at: float
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
-
-def validate_subscription(body: dict[str, Any]) -> tuple[str, Frequency, int]:
-    allowed = {"email", "frequency", "max_items"}
-    unknown = sorted(set(body) - allowed)
-    if unknown:
-        raise InvalidInput(f"unknown field(s): {', '.join(unknown)}; allowed: "
-                           f"{', '.join(sorted(allowed))}")
-    email = body.get("email")
-    if not isinstance(email, str) or len(email) > 254 or not EMAIL_PATTERN.fullmatch(email):
-        raise InvalidInput(f"email must be an address like ada@example.org, got {email!r}")
-    frequency = body.get("frequency", "weekly")
-    if frequency not in ("daily", "weekly"):
-        raise InvalidInput(f'frequency must be "daily" or "weekly", got {frequency!r}')
-    max_items = body.get("max_items", 10)
-    if isinstance(max_items, bool) or not isinstance(max_items, int) or not (
-            1 <= max_items <= MAX_ITEMS_LIMIT):
-        raise InvalidInput(f"max_items must be a whole number from 1 to {MAX_ITEMS_LIMIT}, "
-                           f"got {max_items!r}")
-    return email, cast(Frequency, frequency), max_items
+@dataclass(frozen=True)
+class DigestRecord:
+    period: str
+    at: float
+    message_id: str
 
 
 class SubscriptionStore:
@@ -104,17 +91,16 @@ class SubscriptionStore:
         with redis_errors():
             return cast(dict[str, str], self._redis.hgetall(self._keys.digests(user_id)))
 
+    def export_user(self, user_id: str) -> dict[str, Any]:
+        """The user's subscription and the digests sent to them (their part of an export)."""
+        return {"subscription": self.get(user_id),
+                "digests": [DigestRecord(period, float(value.split()[0]), value.split()[1])
+                            for period, value in sorted(self.digests(user_id).items())]}
+
     def record_digest(self, user_id: str, period: str, at: float, message_id: str) -> None:
         with redis_errors():
             self._redis.hset(self._keys.digests(user_id), period, f"{at:.3f} {message_id}")
 
-    def acquire_lock(self, owner: str, seconds: int) -> bool:
-        """True when this job may send: no other job holds the lock (it expires on its own)."""
-        with redis_errors():
-            return bool(self._redis.set(self._keys.digest_lock, owner, nx=True, ex=seconds))
-
-    def release_lock(self, owner: str) -> None:
-        with redis_errors():
-            self._redis.eval(
-                "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) "
-                "end return 0", 1, self._keys.digest_lock, owner)
+    def lock(self, seconds: int) -> Lock:
+        """The lock one digest job holds while it sends (it expires on its own)."""
+        return self._redis.lock(self._keys.digest_lock, timeout=seconds, blocking=False)

@@ -5,17 +5,11 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 from tqdm import tqdm
 
-from recommender.core.config import DEFAULT_EMBED_BACKEND as DEFAULT_BACKEND
-from recommender.embedding.encoders import Embedder, shared_embedder
-
-if TYPE_CHECKING:
-    pass
-
+from recommender.embedding.encoders import TextEncoder
 
 
 class EmbeddingCache:
@@ -64,20 +58,17 @@ class EmbeddingCache:
 
 
 def cached_vectors(
-    model: str,
-    batch_size: int,
+    embedder: TextEncoder,
     cache_path: Path,
     hashes: Sequence[str],
     texts_of: Callable[[set[str]], dict[str, str]],
     progress: bool = True,
-    backend: str = DEFAULT_BACKEND,
 ) -> tuple[np.ndarray, int]:
     """Vectors for these content hashes, in order, embedding only those not cached yet.
 
     ``texts_of(missing hashes)`` returns the text of each, so callers load only those texts.
     Returns the matrix and how many texts were newly embedded.
     """
-    embedder = shared_embedder(model, batch_size, backend)
     cache = EmbeddingCache(cache_path)
     try:
         to_embed = texts_of(cache.missing(embedder.variant, hashes))
@@ -89,7 +80,7 @@ def cached_vectors(
 
 
 def embed_into_cache(
-    embedder: Embedder,
+    embedder: TextEncoder,
     cache: EmbeddingCache,
     texts_by_hash: dict[str, str],
     progress: bool = True,

@@ -53,6 +53,17 @@ class _Encoder(Protocol):
     def encode(self, texts: list[str], batch_size: int) -> np.ndarray: ...
 
 
+class TextEncoder(Protocol):
+    """What the index build, search and evaluation need of an embedder: unit-length vectors
+    for texts, and the ``variant`` they are cached under (vectors of two variants never mix).
+    ``Embedder`` is the real one; tests of things other than the model may pass a small one."""
+
+    @property
+    def variant(self) -> str: ...
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
 class Embedder:
     """A sentence-transformers model on one backend, loaded on first use (takes seconds)."""
 

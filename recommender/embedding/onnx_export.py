@@ -5,17 +5,15 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import shutil
-import tempfile
 import warnings
-from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from recommender.core.errors import InvalidInput
 from recommender.embedding.models import load_model, model_dir
+from recommender.storage.versions import publish_directory
 
 if TYPE_CHECKING:
     pass
@@ -37,9 +35,9 @@ def exported(name: str, backend: str, export_dir: Path) -> Path:
         return target
     if backend == "onnx-int8":
         fp32 = exported(name, "onnx", export_dir)
-        _publish_dir(target, lambda tmp: _quantize(fp32, tmp))
+        publish_directory(target, lambda tmp: _quantize(fp32, tmp), "meta.json")
     else:
-        _publish_dir(target, lambda tmp: _export(name, tmp))
+        publish_directory(target, lambda tmp: _export(name, tmp), "meta.json")
     return target
 
 
@@ -50,22 +48,6 @@ def _files_fingerprint(directory: Path | None) -> list[Any]:
         return []
     return sorted([str(p.relative_to(directory)), p.stat().st_size, p.stat().st_mtime_ns]
                   for p in directory.rglob("*") if p.is_file())
-
-
-def _publish_dir(target: Path, build: Callable[[Path], None]) -> None:
-    """Build into a temporary directory beside ``target``, then rename it into place; a
-    process that loses the race to another uses the winner's."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
-        build(tmp)
-        try:
-            os.replace(tmp, target)
-        except OSError:
-            if not (target / "meta.json").is_file():
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _export(name: str, out: Path) -> None:

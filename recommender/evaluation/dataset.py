@@ -10,11 +10,11 @@ from pathlib import Path
 
 import numpy as np
 
-from recommender.core.config import Settings
 from recommender.core.errors import InvalidInput
 from recommender.core.papers import Paper, Rejection
 from recommender.corpus.formats import read_papers
 from recommender.embedding.cache import cached_vectors
+from recommender.embedding.encoders import TextEncoder
 
 
 @dataclass
@@ -135,7 +135,7 @@ def _interactions(
 
 
 def paper_vectors(
-    papers: Sequence[Paper], settings: Settings, progress: bool = True
+    papers: Sequence[Paper], embedder: TextEncoder, cache_path: Path, progress: bool = True
 ) -> tuple[np.ndarray, int]:
     """Unit-length embeddings of ``Paper.text`` in paper order, and how many were new.
 
@@ -143,10 +143,9 @@ def paper_vectors(
     before is embedded.
     """
     return cached_vectors(
-        settings.model, settings.embed_batch_size, settings.embedding_cache_path,
-        [paper.content_hash for paper in papers],
+        embedder, cache_path, [paper.content_hash for paper in papers],
         lambda missing: {p.content_hash: p.text for p in papers if p.content_hash in missing},
-        progress, settings.embed_backend,
+        progress,
     )
 
 

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -14,13 +13,16 @@ from tqdm import tqdm
 
 from recommender.core.config import Settings
 from recommender.core.errors import InvalidInput
+from recommender.embedding.encoders import TextEncoder
 from recommender.evaluation.dataset import Dataset, paper_vectors
 from recommender.evaluation.methods import METHOD_NAMES, make_method
 from recommender.evaluation.metrics import METRICS, top_rows, user_metrics
+from recommender.storage.versions import write_atomically
 
 
 def run_evaluation(
-    data: Dataset, methods: list[str], seed: int, settings: Settings, progress: bool = True
+    data: Dataset, methods: list[str], seed: int, settings: Settings, embedder: TextEncoder,
+    progress: bool = True,
 ) -> dict[str, Any]:
     """Evaluate each method on every user with test papers; seconds include fitting."""
     unknown = [name for name in methods if name not in METHOD_NAMES]
@@ -37,7 +39,8 @@ def run_evaluation(
     vectors = None
     if any(method.needs_vectors for method in built):
         started = time.perf_counter()
-        vectors, embedded = paper_vectors(data.papers, settings, progress)
+        vectors, embedded = paper_vectors(data.papers, embedder, settings.embedding_cache_path,
+                                          progress)
         summary.update(embedding_model=settings.model, newly_embedded=embedded,
                        embedding_seconds=round(time.perf_counter() - started, 3))
     results: dict[str, dict[str, float | int]] = {}
@@ -72,15 +75,7 @@ def render_table(report: dict[str, Any]) -> str:
 
 
 def write_report(report: dict[str, Any], path: Path) -> None:
-    """Write the report as JSON atomically: a temp file beside it, then ``os.replace``."""
+    """Write the report as JSON, atomically (``storage.versions.write_atomically``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w") as handle:
-            json.dump(report, handle, indent=2)
-            handle.write("\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_atomically(path, lambda handle: handle.write(
+        (json.dumps(report, indent=2) + "\n").encode()))

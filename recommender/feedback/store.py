@@ -15,6 +15,7 @@ from typing import Literal, cast
 import redis
 
 from recommender.core.errors import InvalidInput
+from recommender.core.ids import validate_paper_id
 from recommender.storage.redis_keys import RedisKeys
 from recommender.storage.redis_options import redis_errors
 
@@ -67,13 +68,9 @@ class FeedbackStore:
         self._keys = keys
         self._set_signal = client.register_script(_SET_SIGNAL)
 
-    @property
-    def client(self) -> redis.Redis:
-        """The Redis client, shared with the other stores of this process."""
-        return self._redis
-
     def set(self, user_id: str, paper_id: str, signal: Signal, at: float) -> bool:
         """Record a signal; True when it replaced an earlier one on the same paper."""
+        validate_paper_id(paper_id)
         value = f"{parse_signal(signal)}:{at:.3f}"
         with redis_errors():
             old = self._set_signal(keys=self._script_keys(user_id), args=[user_id, paper_id, value])
@@ -81,6 +78,7 @@ class FeedbackStore:
 
     def remove(self, user_id: str, paper_id: str) -> bool:
         """Forget the signal on a paper; False when there was none."""
+        validate_paper_id(paper_id)
         with redis_errors():
             old = self._set_signal(keys=self._script_keys(user_id), args=[user_id, paper_id, ""])
         return old is not None
@@ -147,10 +145,6 @@ class FeedbackStore:
             pipe.srem(self._keys.users, user_id)
             pipe.srem(self._keys.subscribers, user_id)
             pipe.execute()
-
-    def ping(self) -> None:
-        with redis_errors():
-            self._redis.ping()
 
     def _script_keys(self, user_id: str) -> list[str]:
         return [self._keys.feedback(user_id), self._keys.like_counts, self._keys.users]

@@ -84,7 +84,7 @@ def _blend(base: np.ndarray, rows: np.ndarray, sims: np.ndarray,
     return normalise(mine + np.einsum("...k,...kd->...d", weights, base[np.maximum(rows, 0)]))
 
 
-def build_content_space(raw: np.ndarray, exact_max: int = 20_000,
+def build_content_space(raw: np.ndarray, exact_max: int,
                         mean: np.ndarray | None = None) -> ContentSpace:
     """The whole space from scratch; ``mean`` (default: the corpus mean) centres it."""
     raw = np.asarray(raw, dtype=np.float32)

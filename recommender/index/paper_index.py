@@ -42,6 +42,12 @@ class PaperIndex:
         return self.space.vectors
 
     @property
+    def approximate(self) -> bool:
+        """An HNSW index (above ``PAPERREC_EXACT_INDEX_MAX`` papers): reading lists search it
+        for candidates instead of scoring every paper."""
+        return isinstance(self.faiss_index, faiss.IndexHNSW)
+
+    @property
     def model(self) -> str:
         return str(self.meta["model"])
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from recommender.core.config import EXACT_INDEX_MAX
 from recommender.index.content_space import build_content_space, expand_queries
 from recommender.ranking.collaborative import CollaborativeModel
 
@@ -29,7 +30,6 @@ DISLIKE_FLOOR = 0.2
 COLD_START_DIVERSITY = 0.5  # a list for a user without likes spreads across the collection
 DENSITY_WEIGHT = 0.01  # breaks ties in favour of mainstream papers (dense neighbourhoods)
 SERVED_PENALTY = 0.15  # subtracted from papers already served (unless they are excluded)
-SCORE_ALL_BELOW = 20_000  # corpora up to this size score every paper; above, candidates
 SEARCH_QUERIES = 8  # at most this many index searches per list: one per interest of the user
 POPULAR_POOL = 1_000  # the most liked papers, kept sorted for the candidate pool
 MMR_POOL = 30  # diversity re-ranks at least this many best papers (and 3 x what is asked)
@@ -48,7 +48,8 @@ class RankingContext:
     item_ids: list[str]
     collaborative: CollaborativeModel | None = None
     dates: np.ndarray | None = None  # (n,) days since 1970-01-01, NaN when unknown
-    search: Search | None = None  # approximate top-k over ``vectors``, for large corpora
+    # Top-k over ``vectors`` of an approximate index: when given, only candidates are scored.
+    search: Search | None = None
     cf_rows: np.ndarray = field(init=False)  # CF item -> row here (-1: not in this index)
     cf_item_evidence: np.ndarray = field(init=False)  # (n,) CF training likes per row
     popularity: np.ndarray = field(init=False)  # (n,) log(1 + likes), scaled to [0, 1]
@@ -82,10 +83,11 @@ def build_context(
     collaborative: CollaborativeModel | None,
     item_ids: list[str],
     dates: np.ndarray | None = None,
+    exact_max: int = EXACT_INDEX_MAX,
 ) -> RankingContext:
     """A context straight from raw embeddings (what the evaluation uses; the service loads the
     same content space from its published index version)."""
-    space = build_content_space(vectors)
+    space = build_content_space(vectors, exact_max)
     return RankingContext(space.vectors, space.neighbours, space.neighbour_sims, like_counts,
                           item_ids, collaborative, dates)
 
@@ -165,15 +167,14 @@ def rank(
 def _candidates(
     ctx: RankingContext, liked: np.ndarray, queries: np.ndarray, cf_all: np.ndarray, want: int
 ) -> np.ndarray | None:
-    """The rows worth scoring; None for all of them (small corpora).
+    """The rows worth scoring; None for all of them (an exact index: small corpora).
 
-    For a large corpus: the most popular papers, each liked paper's stored neighbours (no
-    search needed), the index's nearest papers to each interest of the user (its expanded
-    likes, or for many likes SEARCH_QUERIES clusters of them, so a list costs a bounded
-    number of searches), and the collaborative model's best.
+    Over an approximate index (large corpora): the most popular papers, each liked paper's
+    stored neighbours (no search needed), the index's nearest papers to each interest of the
+    user (its expanded likes, or for many likes SEARCH_QUERIES clusters of them, so a list
+    costs a bounded number of searches), and the collaborative model's best.
     """
-    n = len(ctx.item_ids)
-    if n <= SCORE_ALL_BELOW or ctx.search is None:
+    if ctx.search is None:
         return None
     per_query = max(100, 4 * want)  # an HNSW search costs about the same up to k=efSearch
     pools = [ctx.popular_rows[:per_query]]

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from recommender.core.ids import validate_user_id
+
 
 @dataclass(frozen=True)
 class RedisKeys:
@@ -15,19 +17,19 @@ class RedisKeys:
 
     def feedback(self, user_id: str) -> str:
         """Hash: paper id -> "<signal>:<unix time>" (like or dislike), one field per paper."""
-        return f"{self.namespace}:user:{user_id}:feedback"
+        return f"{self.namespace}:user:{validate_user_id(user_id)}:feedback"
 
     def served(self, user_id: str) -> str:
         """Sorted set: paper id -> unix time it was last served to the user (API or digest)."""
-        return f"{self.namespace}:user:{user_id}:served"
+        return f"{self.namespace}:user:{validate_user_id(user_id)}:served"
 
     def subscription(self, user_id: str) -> str:
         """Hash: email, frequency, max_items, created_at of the user's digest subscription."""
-        return f"{self.namespace}:user:{user_id}:subscription"
+        return f"{self.namespace}:user:{validate_user_id(user_id)}:subscription"
 
     def digests(self, user_id: str) -> str:
         """Hash: digest period (e.g. 2026-11-30 or 2026-W49) -> "<unix time> <message id>"."""
-        return f"{self.namespace}:user:{user_id}:digests"
+        return f"{self.namespace}:user:{validate_user_id(user_id)}:digests"
 
     @property
     def subscribers(self) -> str:

@@ -195,3 +195,20 @@ def write_atomically(path: Path, write: Callable[[BinaryIO], object]) -> None:
         Path(tmp_name).unlink(missing_ok=True)
         raise
     _fsync(path.parent)
+
+
+def publish_directory(target: Path, build: Callable[[Path], None], marker: str) -> None:
+    """Build a directory once: into a temporary one beside ``target``, then renamed into
+    place. A process that loses the race to another keeps the winner's (whose ``marker``
+    file, written last, says it is whole)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        build(tmp)
+        try:
+            os.replace(tmp, target)
+        except OSError:
+            if not (target / marker).is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,94 @@
+"""Why each paper is on a list: typed reasons, from the parts of its score to the JSON.
+
+``explain`` turns a ``Ranked`` (rows and the parts of each score) into ``Recommendation``s:
+the reasons as data, strongest first, and in words, the first two of content, collaborative
+filtering and popularity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from recommender.core.papers import Paper
+from recommender.ranking.rank import COLLABORATIVE_WEIGHT, Ranked, RankingContext
+
+# Collaborative contribution worth telling the user about: a tenth of the most it can add.
+CF_REASON_MIN = 0.1 * COLLABORATIVE_WEIGHT
+COLD_START_REASON = "a broad pick from the collection; like papers to personalise your list"
+
+
+@dataclass(frozen=True)
+class SimilarToLiked:
+    paper_id: str  # the liked paper it is closest to
+    similarity: float
+    kind: Literal["similar_to_liked"] = "similar_to_liked"
+
+
+@dataclass(frozen=True)
+class SimilarReaders:
+    weight: float  # what collaborative filtering adds to the score
+    kind: Literal["similar_readers"] = "similar_readers"
+
+
+@dataclass(frozen=True)
+class Popular:
+    likes: int
+    kind: Literal["popular"] = "popular"
+
+
+Reason = SimilarToLiked | SimilarReaders | Popular
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    paper_id: str
+    title: str
+    score: float
+    reason: str  # why, in words
+    reasons: list[Reason] = field(default_factory=list)  # why, as data, strongest first
+    because: list[str] = field(default_factory=list)  # ids of the liked papers behind it
+
+
+def explain(ids: list[str], ctx: RankingContext, ranked: Ranked,
+            papers: Mapping[str, Paper]) -> list[Recommendation]:
+    """One recommendation per ranked row; ``papers`` holds the ranked and the liked papers."""
+    items = []
+    for pos, row in enumerate(int(r) for r in ranked.rows):
+        parts: list[tuple[float, str, Reason]] = []
+        if ranked.nearest_like[pos] >= 0:
+            liked_id = ids[int(ranked.nearest_like[pos])]
+            content = float(ranked.content[pos])
+            words = f"similar to '{_short(_title(papers, liked_id))}' that you liked"
+            parts.append((content, words, SimilarToLiked(liked_id, round(content, 4))))
+        if ranked.collaborative[pos] > CF_REASON_MIN:
+            weight = float(ranked.collaborative[pos])
+            parts.append((weight, "readers with similar taste saved it",
+                          SimilarReaders(round(weight, 4))))
+        likes = int(ctx.like_counts[row])
+        if likes:
+            parts.append((float(ranked.popularity[pos]),
+                          f"liked by {likes} reader{'s' if likes != 1 else ''}", Popular(likes)))
+        words = "; ".join(text for _, text, _ in parts[:2]) or COLD_START_REASON
+        items.append(Recommendation(
+            ids[row], _title(papers, ids[row]), round(float(ranked.scores[pos]), 4), words,
+            [reason for _, _, reason in sorted(parts, key=lambda part: -part[0])],
+            [r.paper_id for _, _, r in parts if isinstance(r, SimilarToLiked)]))
+    return items
+
+
+def plain(ids: list[str], hits: list[tuple[int, float]], papers: Mapping[str, Paper],
+          reason: str) -> list[Recommendation]:
+    """Search results and similar papers: one reason for all."""
+    return [Recommendation(ids[row], _title(papers, ids[row]), round(score, 4), reason)
+            for row, score in hits]
+
+
+def _title(papers: Mapping[str, Paper], paper_id: str) -> str:
+    paper = papers.get(paper_id)
+    return paper.title if paper else paper_id
+
+
+def _short(title: str, limit: int = 70) -> str:
+    return title if len(title) <= limit else title[: limit - 1].rstrip() + "…"

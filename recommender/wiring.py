@@ -1,0 +1,81 @@
+"""The one place where the parts of paperrec are built from the settings.
+
+``build(settings)`` makes the one Redis client, every store, the live index and model, the
+embedder, the link signer, the recommender and the digest job. The service, the batch jobs,
+the digest job, readiness and metrics are handed the parts they need from here; nothing
+reaches through another object for its parts. Nothing is connected or loaded here: Redis
+connects, the index and the model load on first use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import redis
+
+from recommender.core.config import Settings
+from recommender.corpus.store import CorpusStore
+from recommender.digest.job import DigestJob
+from recommender.digest.link_actions import LinkActions
+from recommender.digest.links import LinkSigner, load_secret
+from recommender.digest.subscriptions import SubscriptionStore
+from recommender.embedding.encoders import TextEncoder, shared_embedder
+from recommender.feedback.store import FeedbackStore
+from recommender.feedback.user_data import UserData
+from recommender.index.store import IndexStore, LiveIndex
+from recommender.ranking.collaborative import CollaborativeModel
+from recommender.ranking.recommender import Recommender
+from recommender.storage.redis_client import connect
+from recommender.storage.redis_keys import RedisKeys
+from recommender.storage.versions import LiveVersion, VersionedDir
+
+
+@dataclass(frozen=True)
+class Components:
+    settings: Settings
+    redis: redis.Redis
+    keys: RedisKeys
+    corpus: CorpusStore
+    embedder: TextEncoder
+    index_store: IndexStore
+    index: LiveIndex
+    models: VersionedDir  # published collaborative models
+    collaborative: LiveVersion[CollaborativeModel]
+    feedback: FeedbackStore
+    subscriptions: SubscriptionStore
+    user_data: UserData
+    links: LinkSigner
+    link_actions: LinkActions
+    recommender: Recommender
+    digest: DigestJob
+
+
+def build(settings: Settings, *, embedder: TextEncoder | None = None) -> Components:
+    """Every part, from the settings; ``embedder`` replaces the configured model (tests that
+    are not about the model pass a small deterministic one)."""
+    client = connect(settings)
+    keys = RedisKeys(settings.redis_namespace)
+    corpus = CorpusStore(settings.corpus_path)
+    encoder = embedder or shared_embedder(settings.model, settings.embed_batch_size,
+                                          settings.embed_backend)
+    index_store = IndexStore(settings.index_dir)
+    index = LiveIndex(index_store, settings.index_check_seconds)
+    models = VersionedDir(settings.collaborative_dir)
+    collaborative = LiveVersion(models, lambda v: CollaborativeModel.load(models.path(v)),
+                                "collaborative model",
+                                "no model trained yet: run `paperrec train`",
+                                settings.index_check_seconds)
+    feedback = FeedbackStore(client, keys)
+    subscriptions = SubscriptionStore(client, keys)
+    links = LinkSigner(load_secret(settings.secret_key, settings.data_dir))
+    recommender = Recommender(corpus, index, collaborative, feedback, encoder)
+    return Components(
+        settings=settings, redis=client, keys=keys, corpus=corpus, embedder=encoder,
+        index_store=index_store, index=index, models=models, collaborative=collaborative,
+        feedback=feedback, subscriptions=subscriptions,
+        user_data=UserData(feedback, [subscriptions]), links=links,
+        link_actions=LinkActions(links, subscriptions, feedback, corpus),
+        recommender=recommender,
+        digest=DigestJob(recommender, subscriptions, feedback, corpus, links,
+                         settings.public_url, settings.mail_from),
+    )
