@@ -28,6 +28,7 @@ test: install
 check: install
 	$(BIN)/ruff check recommender service scripts tests
 	$(BIN)/mypy recommender service scripts
+	$(BIN)/lint-imports
 
 clean:
 	rm -rf $(VENV) var

@@ -10,7 +10,6 @@ import pytest
 import scipy.sparse as sp
 from implicit.cpu.als import AlternatingLeastSquares
 
-from recommender.core.errors import NotFound
 from recommender.ranking.collaborative import DEFAULT_FACTORS, CollaborativeModel
 
 A_ITEMS = [f"A{i}" for i in range(10)]
@@ -121,19 +120,6 @@ def test_fit_is_deterministic_for_a_fixed_seed() -> None:
     first, second = fit(likes, seed=3), fit(likes, seed=3)
     assert np.array_equal(first.item_factors, second.item_factors)
     assert np.array_equal(first.scores_for(["A0", "B1"]), second.scores_for(["A0", "B1"]))
-
-
-def test_similar_items_share_the_taste(model: CollaborativeModel) -> None:
-    similar_ids, cosines = model.similar("A0", 3)
-    assert len(similar_ids) == 3 and "A0" not in similar_ids
-    assert all(item.startswith("A") for item in similar_ids)
-    assert list(cosines) == sorted(cosines, reverse=True)
-    assert len(model.similar("B2", 100)[0]) == 19
-
-
-def test_similar_to_an_unknown_item_is_not_found(model: CollaborativeModel) -> None:
-    with pytest.raises(NotFound):
-        model.similar("nope", 3)
 
 
 def test_fit_without_any_like_is_refused() -> None:

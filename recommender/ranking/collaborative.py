@@ -33,7 +33,6 @@ import scipy.sparse as sp
 from implicit.cpu.als import AlternatingLeastSquares
 from threadpoolctl import threadpool_limits
 
-from recommender.core.errors import NotFound
 from recommender.storage.versions import write_atomically
 
 # Chosen on citeulike-a P10 (Recall@300 0.276, nDCG@20 0.065; fit 1.6 s on 2 idle cores). More
@@ -72,8 +71,6 @@ class CollaborativeModel:
         self._column = {item_id: i for i, item_id in enumerate(item_ids)}
         factors64 = self.item_factors.astype(np.float64)
         self._gram = factors64.T @ factors64 + self.regularization * np.eye(factors64.shape[1])
-        norms = np.linalg.norm(self.item_factors, axis=1, keepdims=True)
-        self._unit_factors = self.item_factors / np.maximum(norms, 1e-12)
 
     @classmethod
     def fit(
@@ -144,20 +141,6 @@ class CollaborativeModel:
         Liked items are scored too (usually highest): callers filter what the user already has.
         """
         return self.item_factors @ self._user_vector(liked_item_ids)
-
-    def similar(self, item_id: str, k: int) -> tuple[list[str], np.ndarray]:
-        """The ``k`` items closest to ``item_id`` by factor cosine, best first, itself excluded."""
-        if item_id not in self._column:
-            raise NotFound(f"paper {item_id!r} has no likes in the collaborative model")
-        column = self._column[item_id]
-        cosines = self._unit_factors @ self._unit_factors[column]
-        cosines[column] = -np.inf
-        k = min(k, len(self.item_ids) - 1)
-        if k <= 0:
-            return [], np.zeros(0, dtype=np.float32)
-        top = np.argpartition(-cosines, k - 1)[:k]
-        top = top[np.argsort(-cosines[top], kind="stable")]
-        return [self.item_ids[i] for i in top], cosines[top].astype(np.float32)
 
     def save(self, folder: Path) -> None:
         """Writes every file atomically; ``meta.json`` last, so its presence means complete."""
