@@ -32,6 +32,7 @@ def create_app(settings: Settings | None = None, parts: Components | None = None
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.json.ensure_ascii = False  # type: ignore[attr-defined]
     app.extensions[EXTENSION] = parts
+    parts.index.refresh()  # a missing or damaged index is logged at start, not on first use
     _log_requests(app)  # first: every request is timed and logged, refused ones too
     metrics.instrument(app)  # counted too, before the API keys are checked
     app.register_blueprint(api)

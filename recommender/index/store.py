@@ -286,15 +286,18 @@ class IndexStore:
 class LiveIndex:
     """The index version currently served; raises IndexNotReady while there is none.
 
-    It looks at CURRENT when made, so a service that starts without a usable index says so
-    in its log at once (once, not per request), and it keeps looking: a version published
-    later is served without a restart.
+    Nothing is loaded when it is made (a batch job may never need it); ``refresh`` looks at
+    CURRENT at once, so a service that starts without a usable index says so in its log at
+    start (once, not per request). It keeps looking: a version published later is served
+    without a restart.
     """
 
     def __init__(self, store: IndexStore, check_seconds: float = 2.0) -> None:
         self.store = store
         self._live = LiveVersion(store.dir, store.load, "index", NO_INDEX, check_seconds,
                                  remedy=REBUILD, missing_level=logging.WARNING)
+
+    def refresh(self) -> None:
         self._live.refresh()
 
     def get(self) -> PaperIndex:
