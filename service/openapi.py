@@ -56,6 +56,7 @@ class Operation:
     errors: tuple[int, ...]
     access: Access  # who may call it (service.auth)
     html: bool = False  # the response is an HTML page (the email links)
+    description: str = ""  # more than the summary says, when there is more to say
 
 
 OPERATIONS: list[Operation] = []  # every declared operation, in declaration order
@@ -66,6 +67,7 @@ def operation(
     response: type[BaseModel] | None = None, status: int = 200,
     query: type[BaseModel] | None = None, body: type[BaseModel] | None = None,
     errors: tuple[int, ...] = (), html: bool = False, access: Access = "client",
+    description: str = "",
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare, validate and register one API operation; ``access`` says who may call it
     (``open``, ``client`` or ``admin``: service.auth checks it, the document shows it)."""
@@ -101,7 +103,7 @@ def operation(
         declare_access(endpoint, access)
         OPERATIONS.extend([Operation(
             each, rule, endpoint, summary, tag, response, status, query, body, errors, access,
-            html) for each in methods])
+            html, description) for each in methods])
         blueprint.add_url_rule(rule, view_func=validated, methods=list(methods))
         return validated
 
@@ -173,6 +175,7 @@ def document(app: Flask, *, secured: bool) -> dict[str, Any]:
             "operationId": op.endpoint.split(".")[-1] + (
                 f"_{op.method.lower()}" if shared[op.endpoint] > 1 else ""),
             "summary": op.summary,
+            **({"description": op.description} if op.description else {}),
             "tags": [op.tag],
             "parameters": [_path_parameter(name) for name in _RULE_PARAMETER.findall(op.rule)],
             "responses": {},
@@ -183,8 +186,8 @@ def document(app: Flask, *, secured: bool) -> dict[str, Any]:
             spec["requestBody"] = {"required": True, "content": {
                 "application/json": {"schema": _schema(op.body, schemas)}}}
         if op.html:
-            spec["responses"][str(op.status)] = {"description": "An HTML page saying what "
-                                                 "was recorded.", "content": {"text/html": {
+            spec["responses"][str(op.status)] = {"description": "An HTML page for a person "
+                                                 "to read.", "content": {"text/html": {
                                                      "schema": {"type": "string"}}}}
         elif op.response is None:
             spec["responses"][str(op.status)] = {"description": "Done."}

@@ -7,11 +7,11 @@ import time
 from typing import Any
 
 from flask import Blueprint, Response, g
-from markupsafe import escape
 
 from recommender.core.errors import NotFound, PaperrecError
 from recommender.storage.redis_options import redis_errors
 
+from . import link_pages
 from .api_models import (
     ExportOut,
     FeedbackBody,
@@ -152,32 +152,39 @@ def delete_subscription(user_id: str) -> Response:
     return Response(status=204)
 
 
-@operation(api, ("GET", "POST"), "/v1/links/<token>", tag="digests", html=True,
-           errors=(403, 410), access="open",
-           summary="Follow a one-click link of a digest email (POST: "
-                                      "RFC 8058 one-click unsubscribe).")
-def follow_link(token: str) -> tuple[str, int, dict[str, str]]:
-    """The one-click links of the digest emails (and RFC 8058 one-click unsubscribe POSTs)."""
+@operation(api, "GET", "/v1/links/<token>", tag="digests", html=True,
+           errors=(403, 404, 410, 503), access="open",
+           summary="Show what a digest email's link would do (records nothing).",
+           description="Mail security scanners fetch every link of an email before its reader "
+                       "sees it, so a GET records nothing. The page names the paper (or the "
+                       "address to unsubscribe) and the action, with a button that POSTs to "
+                       "the same URL.")
+def show_link(token: str) -> Response:
     try:
-        claim, message = components().link_actions.follow(token, time.time())
+        target = components().link_actions.preview(token, time.time())
     except PaperrecError as exc:
-        return _page("Nothing was recorded", exc.message, exc.status)
-    if claim.action in ("like", "dislike"):
-        g.feedback_written = claim.action
-    return _page("Done", message, 200)
+        return link_pages.error(exc)
+    return link_pages.preview(target)
 
 
-def _page(heading: str, message: str, status: int) -> tuple[str, int, dict[str, str]]:
-    html = (
-        "<!doctype html><html lang=en><meta charset=utf-8>"
-        "<meta name=viewport content='width=device-width,initial-scale=1'>"
-        f"<title>paperrec: {escape(heading)}</title>"
-        "<body style='font-family:system-ui,sans-serif;max-width:36rem;margin:3rem auto;"
-        "padding:0 1rem;color:#1f2933'>"
-        f"<h1 style='font-size:1.4rem'>{escape(heading)}</h1><p>{escape(message)}</p>"
-        "<p style='color:#616e7c'>paperrec</p></body></html>"
-    )
-    return html, status, {"Content-Type": "text/html; charset=utf-8"}
+@operation(api, "POST", "/v1/links/<token>", tag="digests", html=True,
+           errors=(403, 404, 410, 503), access="open",
+           summary="Carry out a digest email's link (its page's button; RFC 8058 one-click "
+                   "unsubscribe).",
+           description="Records the like or dislike, or ends the subscription, that the signed "
+                       "token names, and answers with a page saying so; doing it again changes "
+                       "nothing more. The body is not needed and is ignored: the page's button "
+                       "sends none, and a mail client's RFC 8058 one-click unsubscribe sends "
+                       "`List-Unsubscribe=One-Click` (form-urlencoded or multipart). The answer "
+                       "is never a redirect.")
+def follow_link(token: str) -> Response:
+    try:
+        target = components().link_actions.follow(token, time.time())
+    except PaperrecError as exc:
+        return link_pages.error(exc)
+    if target.claim.action in ("like", "dislike"):
+        g.feedback_written = target.claim.action  # counted by service.metrics
+    return link_pages.done(target)
 
 
 @operation(api, "GET", "/v1/users/<user_id>/export", tag="your data", response=ExportOut,

@@ -109,9 +109,10 @@ def test_feedback_writes_are_counted_by_action(app: Flask, sample_settings: Sett
         links = components().links
         dislike_link = links.sign("bob", "dislike", fed[2], time.time())
         unsubscribe_link = links.sign("bob", "unsubscribe", None, time.time())
-    assert client.get(f"/v1/links/{dislike_link}").status_code == 200
-    assert client.get(f"/v1/links/{unsubscribe_link}").status_code == 200
-    assert client.get("/v1/links/forged.token").status_code in (400, 403)  # nothing written
+    assert client.get(f"/v1/links/{dislike_link}").status_code == 200  # shown, not written
+    assert client.post(f"/v1/links/{dislike_link}").status_code == 200
+    assert client.post(f"/v1/links/{unsubscribe_link}").status_code == 200
+    assert client.post("/v1/links/forged.token").status_code in (400, 403)  # nothing written
     after = scrape(client)
 
     def writes(action: str) -> float:

@@ -1,28 +1,39 @@
 """Signed one-click links: each names exactly one user, one action and (for feedback) one paper.
 
-A token is ``<payload>.<signature>``, both base64url: the payload is compact JSON with the user,
-the action, the paper and an expiry time; the signature is HMAC-SHA256 over the payload with
-the deployment's secret. Nothing is stored per link: a token that verifies is the proof.
+A token is an ``itsdangerous.URLSafeSerializer`` dump: base64url compact JSON with the user,
+the action, the paper and the expiry time (``{"u", "a", "p", "e"}``), a dot, and an
+HMAC-SHA256 signature keyed from the deployment's secret. Nothing is stored per link: a token
+that verifies is the proof. The expiry is in the payload rather than a signing timestamp
+checked against a maximum age (``URLSafeTimedSerializer``), so a link means what it said
+when it was mailed: it expires on the date it was given, whatever ``LINK_DAYS`` later
+becomes, the page can name that date, and signing and checking both take ``now``.
 """
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
 import hashlib
-import hmac
-import json
 import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
+
+from itsdangerous import BadData, URLSafeSerializer
 
 from recommender.core.errors import ExpiredLink, InvalidInput, InvalidLink
 
 Action = Literal["like", "dislike", "unsubscribe"]
 ACTIONS: tuple[Action, ...] = ("like", "dislike", "unsubscribe")
 LINK_DAYS = 30
+SALT = "paperrec.digest-link"  # keys these signatures apart from any other use of the secret
+
+# The token format before itsdangerous: ``<base64url payload>.<base64url HMAC-SHA256 of the
+# payload, keyed with the raw secret>``, the same payload as today. That is exactly what an
+# itsdangerous Signer makes with no key derivation, so links already mailed are checked by
+# this fallback signer. Delete it 30 days (LINK_DAYS) after the release that brought the
+# itsdangerous tokens: by then every link signed the old way has expired.
+_OLD_FORMAT = {"key_derivation": "none", "digest_method": hashlib.sha256}
 
 
 @dataclass(frozen=True)
@@ -33,44 +44,48 @@ class LinkClaim:
     expires_at: float
 
 
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
 class LinkSigner:
     def __init__(self, secret: bytes, days: int = LINK_DAYS) -> None:
         if len(secret) < 16:
             raise InvalidInput("the link secret must be at least 16 bytes")
-        self._secret = secret
         self.days = days
+        self._serializer = URLSafeSerializer(
+            secret, salt=SALT,
+            signer_kwargs={"key_derivation": "hmac", "digest_method": hashlib.sha256},
+            fallback_signers=[_OLD_FORMAT])
 
     def sign(self, user_id: str, action: Action, paper_id: str | None, now: float) -> str:
-        payload = json.dumps({"u": user_id, "a": action, "p": paper_id,
-                              "e": int(now + self.days * 86400)}, separators=(",", ":"))
-        body = _b64(payload.encode())
-        return f"{body}.{self._signature(body)}"
+        """A token for ``action`` by ``user_id`` (on ``paper_id``), valid ``days`` from now."""
+        return self._serializer.dumps({"u": user_id, "a": action, "p": paper_id,
+                                       "e": int(now + self.days * 86400)})
 
     def verify(self, token: str, now: float) -> LinkClaim:
-        body, _, signature = token.partition(".")
-        if not body or not hmac.compare_digest(signature.encode(), self._signature(body).encode()):
+        """What a token claims; InvalidLink when it was not made here (or was altered),
+        ExpiredLink when its time is over."""
+        try:
+            data = self._serializer.loads(token)
+        except BadData:
             raise InvalidLink("this link is not valid: it was altered or was not made by this "
-                              "service. Nothing was recorded.")
-        data = json.loads(_unb64(body))
-        if data.get("a") not in ACTIONS:
-            raise InvalidLink("this link names no known action. Nothing was recorded.")
-        claim = LinkClaim(data["u"], data["a"], data.get("p"), float(data["e"]))
+                              "service. Nothing was recorded.") from None
+        claim = _claim(data)
         if now > claim.expires_at:
             day = dt.datetime.fromtimestamp(claim.expires_at, dt.UTC).date().isoformat()
             raise ExpiredLink(f"this link expired on {day}. Nothing was recorded; the buttons "
                               f"in your latest digest work.")
         return claim
 
-    def _signature(self, body: str) -> str:
-        return _b64(hmac.new(self._secret, body.encode(), hashlib.sha256).digest())
+
+def _claim(data: Any) -> LinkClaim:
+    """The claim in a signed payload (only this service signs, but a payload that does not
+    have the expected shape still must not crash the page)."""
+    if not isinstance(data, dict) or data.get("a") not in ACTIONS:
+        raise InvalidLink("this link names no known action. Nothing was recorded.")
+    user, paper, expires = data.get("u"), data.get("p"), data.get("e")
+    needs_paper = data["a"] != "unsubscribe"
+    if (not isinstance(user, str) or not isinstance(expires, int | float)
+            or not (isinstance(paper, str) if needs_paper else paper is None)):
+        raise InvalidLink("this link is not complete. Nothing was recorded.")
+    return LinkClaim(user, data["a"], paper, float(expires))
 
 
 def load_secret(explicit: str, data_dir: Path) -> bytes:
