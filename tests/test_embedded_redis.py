@@ -62,6 +62,7 @@ def data_dir(tmp_path: Path) -> Iterator[Path]:
         pid = server_pid(pidfile.parent)
         if pid:
             os.kill(pid, signal.SIGKILL)
+        socket_path(pidfile.parent).unlink(missing_ok=True)  # it may be in /tmp
 
 
 # A process that uses the data dir: when `go` appears it writes, records which server
