@@ -39,7 +39,7 @@ from recommender import jobs
 from recommender.core.config import Settings
 from recommender.corpus.store import CorpusStore
 from recommender.embedding.cache import EmbeddingCache
-from recommender.storage.redis_client import connect
+from recommender.storage.embedded_redis import socket_path
 from recommender.storage.redis_keys import RedisKeys
 from recommender.storage.versions import VersionedDir
 from service import create_app
@@ -197,9 +197,12 @@ class Service:
             return False
 
     def pids(self) -> set[int]:
+        """The gunicorn master and its workers: the processes of the service's session (an
+        embedded redis-server a worker started runs detached, in a session of its own)."""
         assert self.process is not None
         master = psutil.Process(self.process.pid)
-        return {master.pid, *(child.pid for child in master.children(recursive=True))}
+        return {master.pid, *(child.pid for child in master.children(recursive=True)
+                              if _session(child.pid) == master.pid)}
 
     def kill(self) -> None:
         """SIGKILL to the gunicorn master and its workers at once."""
@@ -221,6 +224,13 @@ class Service:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+
+def _session(pid: int) -> int | None:
+    try:
+        return os.getsid(pid)
+    except OSError:
+        return None
 
 
 def alive(pid: int) -> bool:
@@ -252,12 +262,11 @@ def service_env(data_dir: Path, redis_url: str | None, namespace: str) -> dict[s
 def embedded_redis_pid(data_dir: Path) -> int | None:
     """The pid of the data dir's embedded redis-server, when one is running."""
     try:
-        recorded = json.loads((data_dir / "redis" / "feedback.rdb.settings").read_text())
-        pid = int(Path(recorded["pidfile"]).read_text())
+        pid = int((data_dir / "redis" / "redis.pid").read_text())
         process = psutil.Process(pid)
         if process.name() == "redis-server" and process.status() != psutil.STATUS_ZOMBIE:
             return pid
-    except (OSError, ValueError, KeyError, psutil.Error):
+    except (OSError, ValueError, psutil.Error):
         pass
     return None
 
@@ -454,8 +463,8 @@ def test_no_acknowledged_write_is_lost_with_the_embedded_redis(
         stream.wait_for_more(30)
         assert embedded_redis_pid(data_dir) not in (None, second_redis)
 
-    socket_path = json.loads((data_dir / "redis" / "feedback.rdb.settings").read_text())
-    direct = redis.Redis(unix_socket_path=socket_path["unixsocket"], decode_responses=True)
+    direct = redis.Redis(unix_socket_path=str(socket_path(data_dir / "redis")),
+                         decode_responses=True)
     assert_every_acknowledged_write_is_there(service, stream.acked, direct, namespace)
     direct.close()
     # A clean stop: the last process to leave shuts the embedded server down.
@@ -464,30 +473,6 @@ def test_no_acknowledged_write_is_lost_with_the_embedded_redis(
     assert last_redis
     wait_for(lambda: not alive(last_redis), 15,
              "the embedded redis-server outlived a clean stop of the service")
-
-
-def test_a_stale_embedded_redis_registry_does_not_block_a_restart(tmp_path: Path) -> None:
-    """After a crash the recorded pid may be dead, or another program's: start a new server."""
-    settings = Settings(data_dir=tmp_path / "data")
-    client = connect(settings)
-    client.set("kept", "yes")
-    pid = embedded_redis_pid(settings.data_dir)
-    assert pid
-    os.kill(pid, signal.SIGKILL)
-    registry = json.loads((settings.redis_dir / "feedback.rdb.settings").read_text())
-    stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    try:
-        Path(registry["pidfile"]).write_text(str(stranger.pid))  # the pid, reused
-        fresh = connect(settings)  # as a newly started process would
-        assert fresh.get("kept") == "yes"
-        assert embedded_redis_pid(settings.data_dir) not in (None, pid, stranger.pid)
-        assert stranger.poll() is None  # and nobody else's process was harmed
-    finally:
-        stranger.kill()
-        stranger.wait()
-        fresh_pid = embedded_redis_pid(settings.data_dir)
-        if fresh_pid:
-            os.kill(fresh_pid, signal.SIGKILL)
 
 
 def resp(*words: str) -> bytes:

