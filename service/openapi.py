@@ -35,6 +35,7 @@ ERROR_STATUSES = {
     403: "This needs an admin API key (for an email link: the link is not valid).",
     404: "Not found; the message says what.",
     410: "The link has expired.",
+    414: "The URL is too long (ids are at most 128 characters).",
     429: "Too many requests for this API key; retry after `Retry-After` seconds.",
     503: "The index or Redis is unavailable; retry after `Retry-After` seconds.",
 }
@@ -80,6 +81,10 @@ def operation(
                 _parse(adapter.validate_python, value, f"path parameter {name}",
                        adapter.json_schema)
             extra: dict[str, Any] = {}
+            repeated = [name for name, values in request.args.lists() if len(values) > 1]
+            if repeated:
+                raise InvalidInput(f"query parameter(s) given more than once: "
+                                   f"{', '.join(repeated)}; give each once")
             if query is not None:
                 extra["query"] = _parse(query.model_validate, request.args.to_dict(),
                                         "query parameter", query.model_json_schema)
@@ -198,6 +203,8 @@ def document(app: Flask, *, secured: bool) -> dict[str, Any]:
         statuses = set(op.errors)
         if op.query is not None or op.body is not None or spec["parameters"]:
             statuses.add(400)
+        if spec["parameters"]:
+            statuses.add(414)  # the server refuses a request line over 4094 bytes
         if secured and op.access != "open":
             spec["security"] = [{"bearer": []}]
             statuses |= {401, 403, 429}

@@ -74,6 +74,10 @@ def test_unknown_fields_and_parameters_are_named(client: FlaskClient) -> None:
     assert response.status_code == 400
     assert "unknown field(s): colour" in response.json["error"]["message"]
     assert client.get("/v1/users/ada/feedback?x=1").status_code == 400
+    twice = client.get("/v1/users/ada/recommendations?k=5&k=7")
+    assert twice.status_code == 400
+    assert twice.json["error"]["message"] == (
+        "query parameter(s) given more than once: k; give each once")
 
 
 def test_docs_are_served_from_the_package_not_a_cdn(client: FlaskClient) -> None:
