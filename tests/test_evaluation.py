@@ -231,6 +231,7 @@ def test_the_command_explains_the_protocol(capsys: pytest.CaptureFixture[str]) -
     out = capsys.readouterr().out
     assert exit_.value.code == 0 and "Recall@M" in out and "nDCG@20" in out
     assert all(f"\n  {name}" in out for name in METHOD_NAMES)
+    assert "--index {auto,exact,hnsw}" in out and "service's own ranking context" in out
 
 
 class WordEmbedder:
