@@ -15,7 +15,7 @@ from recommender.core.config import Settings
 from recommender.core.errors import PaperrecError
 from recommender.digest.mailer import Mailer
 from recommender.evaluation import dataset, runner
-from recommender.evaluation.methods import METHOD_NAMES
+from recommender.evaluation.methods import INDEX_KINDS, METHOD_NAMES
 
 ENVIRONMENT_HELP = """environment:
   PAPERREC_DATA_DIR   where the corpus, embeddings, index and embedded Redis live (./var)
@@ -131,6 +131,13 @@ methods:
   cf          collaborative filtering alone (CollaborativeModel)
   tfidf-svm   arxiv-sanity: TF-IDF and a linear SVM per user (sampled negatives)
   hybrid      the production ranking (what the service serves)
+
+hybrid ranks through the service's own ranking context, over an index version built as
+`paperrec rebuild-index` builds one (in a temporary directory). --index picks its kind: auto
+(exact up to PAPERREC_EXACT_INDEX_MAX papers, 20,000 by default, HNSW above, as the service
+chooses), exact (every paper is scored), or hnsw (only the candidates the HNSW index finds
+are scored: the path served for large corpora, measurable on a small dataset). The report
+says which kind was used ("index" in "dataset").
 """
 
 
@@ -158,6 +165,9 @@ def _add_evaluate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     evaluate.add_argument("--json", type=Path, required=True, metavar="OUT.json",
                           help="where to write the results (replaced atomically)")
     evaluate.add_argument("--seed", type=int, default=0, help="seed for every method (0)")
+    evaluate.add_argument("--index", choices=INDEX_KINDS, default="auto",
+                          help="the index hybrid ranks through: auto (by corpus size, as the "
+                          "service), exact or hnsw (default: auto)")
     evaluate.add_argument("--quiet", action="store_true", help="no progress bars")
     evaluate.set_defaults(run=_evaluate)
 
@@ -194,7 +204,8 @@ def _evaluate(args: argparse.Namespace, settings: Settings) -> int:
     if problems > MAX_PROBLEMS_SHOWN:
         print(f"... and {problems - MAX_PROBLEMS_SHOWN} more problems", file=sys.stderr)
     result = runner.run_evaluation(data, args.methods, args.seed, settings,
-                                   wiring.build(settings).embedder, progress=not args.quiet)
+                                   wiring.build(settings).embedder, progress=not args.quiet,
+                                   index=args.index)
     runner.write_report(result, args.json)
     print(runner.render_table(result))
     print(f"evaluate: wrote {args.json}")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import zlib
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +17,7 @@ from recommender.evaluation.dataset import Dataset, load_dataset, paper_vectors
 from recommender.evaluation.methods import METHOD_NAMES, TfidfSvm, TopRows, make_method
 from recommender.evaluation.metrics import top_rows, user_metrics
 from recommender.evaluation.runner import run_evaluation
+from recommender.index.paper_index import PaperIndex
 from service.cli import main
 
 EMBEDDER = shared_embedder(Settings().model, 64, Settings().embed_backend)  # loaded on use
@@ -175,6 +178,7 @@ def test_the_command_writes_json_of_the_documented_shape(
         assert result["users"] == 3 and result["seconds"] >= 0
     assert {"papers": 9, "users": 3, "train_likes": 3, "test_likes": 3}.items() <= (
         report["dataset"].items())
+    assert report["dataset"]["index"] is None  # neither method ranks through an index
 
 
 def test_the_command_rejects_an_unknown_method(
@@ -227,3 +231,73 @@ def test_the_command_explains_the_protocol(capsys: pytest.CaptureFixture[str]) -
     out = capsys.readouterr().out
     assert exit_.value.code == 0 and "Recall@M" in out and "nDCG@20" in out
     assert all(f"\n  {name}" in out for name in METHOD_NAMES)
+    assert "--index {auto,exact,hnsw}" in out and "service's own ranking context" in out
+
+
+class WordEmbedder:
+    """Vectors without the model: a text's first two words fix a random direction (seeded by
+    them), the rest of the text adds a little noise; so "pair 7 a" and "pair 7 b" are near
+    duplicates, and every other text points elsewhere (cosines about 0 +- 0.06)."""
+
+    variant = "test-words"
+    DIM = 256
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        rows = []
+        for text in texts:
+            topic = " ".join(text.split()[:2])
+            base = np.random.default_rng(zlib.crc32(topic.encode())).normal(size=self.DIM)
+            noise = np.random.default_rng(zlib.crc32(text.encode())).normal(size=self.DIM)
+            vector = base / np.linalg.norm(base) + 0.05 * noise / np.sqrt(self.DIM)
+            rows.append(vector / np.linalg.norm(vector))
+        return np.asarray(rows, dtype=np.float32)
+
+
+def near_duplicates_case(tmp_path: Path) -> Dataset:
+    """1,500 papers: 50 pairs of near duplicates and 1,400 unrelated ones. User i liked
+    "pair i a"; the withheld "pair i b" is the one right answer, so it must come first."""
+    papers = [(f"{pid}{i}", f"pair {i} {pid}") for i in range(50) for pid in "ab"]
+    papers += [(f"x{i}", f"unrelated {i}") for i in range(1_400)]
+    return load_dataset(*write_dataset(tmp_path, papers, [f"u{i}\ta{i}" for i in range(50)],
+                                       [f"u{i}\tb{i}" for i in range(50)]))
+
+
+def counting_searches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the searches of a published index (the candidate path of ``rank``)."""
+    searched: list[int] = []
+    search = PaperIndex.search
+
+    def counted(self: PaperIndex, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        searched.append(len(queries))
+        return search(self, queries, k)
+
+    monkeypatch.setattr(PaperIndex, "search", counted)
+    return searched
+
+
+@pytest.mark.parametrize("kind", ["exact", "hnsw"])
+def test_hybrid_ranks_through_the_index_kind_asked_for(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = near_duplicates_case(tmp_path)
+    searched = counting_searches(monkeypatch)
+    report = run_evaluation(data, ["hybrid"], 0, Settings(data_dir=tmp_path / "var"),
+                            WordEmbedder(), progress=False, index=kind)
+    assert report["dataset"]["index"] == kind
+    # hnsw: every user's list scored only the candidates its searches found (one search of
+    # one interest per user); exact: every paper was scored, nothing searched.
+    assert searched == ([1] * 50 if kind == "hnsw" else [])
+    hybrid = report["methods"]["hybrid"]
+    assert hybrid["users"] == 50
+    assert hybrid["recall@20"] == 1.0 and hybrid["ndcg@20"] == 1.0  # each pair's b is first
+
+
+def test_auto_picks_the_index_kind_the_service_would_by_corpus_size(tmp_path: Path) -> None:
+    data = near_duplicates_case(tmp_path)
+    kinds = {}
+    for most in (len(data.papers), len(data.papers) - 1):
+        settings = Settings(data_dir=tmp_path / "var", exact_index_max=most)
+        report = run_evaluation(data, ["hybrid"], 0, settings, WordEmbedder(), progress=False)
+        kinds[most] = report["dataset"]["index"]
+        assert report["methods"]["hybrid"]["ndcg@20"] == 1.0
+    assert kinds == {1_500: "exact", 1_499: "hnsw"}

@@ -4,11 +4,26 @@ from __future__ import annotations
 
 import numpy as np
 
+from recommender.index.content_space import build_content_space
+from recommender.index.paper_index import PaperIndex
+from recommender.index.store import build_faiss
 from recommender.ranking import rank as reading_list
 from recommender.ranking.collaborative import CollaborativeModel
-from recommender.ranking.rank import RankingContext, build_context, mmr, rank
+from recommender.ranking.context import context_for
+from recommender.ranking.rank import RankingContext, mmr, rank
 
 DIM = 32
+
+
+def build_context(vectors: np.ndarray, like_counts: np.ndarray,
+                  model: CollaborativeModel | None, item_ids: list[str]) -> RankingContext:
+    """The service's context (``context_for``) over an exact index of these vectors, built in
+    memory by the functions ``IndexStore.publish`` uses."""
+    n = len(vectors)
+    space = build_content_space(vectors, exact_max=n)
+    index = PaperIndex("test", item_ids, space, np.full(n, np.nan), build_faiss(space.vectors, n),
+                       {})
+    return context_for(index, model, like_counts)
 
 
 def cluster(rng: np.random.Generator, centre: np.ndarray, n: int, spread: float) -> np.ndarray:

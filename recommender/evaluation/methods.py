@@ -2,8 +2,8 @@
 
 A method is fitted once on the training likes, then asked for one user at a time: given the
 rows of the papers the user liked, it returns a score for every paper (higher is better;
-``-inf`` allowed) or, when it ranks for itself, ``TopRows``. The runner in ``evaluation``
-removes the user's training papers and takes the top ``DEPTH``.
+``-inf`` allowed) or, when it ranks for itself, ``TopRows``. The runner (``runner``) removes
+the user's training papers and takes the top ``DEPTH``.
 
 - ``popular``: training likes per paper, the same list for everyone.
 - ``content``: the plain embedding baseline of tools like zotero-arxiv-daily: each paper's
@@ -13,22 +13,31 @@ removes the user's training papers and takes the top ``DEPTH``.
 - ``cf``: collaborative filtering alone (``CollaborativeModel``).
 - ``tfidf-svm``: the arxiv-sanity method: TF-IDF over title + abstract and a linear SVM per
   user, liked papers against a sample of the others.
-- ``hybrid``: the production ranking (``reading_list.rank``).
+- ``hybrid``: the production ranking (``ranking.rank.rank``) over the context the service
+  builds (``ranking.context.context_for``) from an index version published the way
+  ``paperrec rebuild-index`` publishes one: over an approximate (HNSW) index it scores only
+  the candidates the index finds, as the service does for large corpora.
 """
 
 from __future__ import annotations
 
+import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 from scipy import sparse
 
+from recommender.core.config import EXACT_INDEX_MAX
 from recommender.core.errors import InvalidInput
+from recommender.index.store import IndexStore
 from recommender.ranking.collaborative import CollaborativeModel
-from recommender.ranking.rank import RankingContext, build_context, rank
+from recommender.ranking.context import context_for
+from recommender.ranking.rank import RankingContext, rank
 
 if TYPE_CHECKING:
     from recommender.evaluation.dataset import Dataset
@@ -43,6 +52,12 @@ SVM_C = 0.1
 # (17k papers) it is 3x faster than using every other paper (117 s against 336 s for all
 # users) and slightly better (recall@300 0.342 against 0.325).
 SVM_NEGATIVES = 2_000
+# The index ``hybrid`` ranks through: ``auto`` is the service's choice by corpus size
+# (``Settings.exact_index_max``); ``exact`` and ``hnsw`` force a kind whatever the size, so the
+# large-corpus (candidate) path can be measured on a small dataset.
+INDEX_KINDS = ("auto", "exact", "hnsw")
+# Labels the temporary index version in its meta.json (the vectors come from the runner).
+EVALUATION_MODEL = "offline-evaluation"
 
 
 @dataclass
@@ -174,24 +189,43 @@ class TfidfSvm:
 
 
 class Hybrid:
-    """The production ranking: ``reading_list.rank`` over a context built from training likes."""
+    """The production ranking: ``rank`` over the service's own context (``context_for``) on an
+    index version published from the papers' embeddings (``IndexStore.publish``, into a
+    temporary directory), with the training likes in place of Redis."""
 
     needs_vectors = True
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, exact_max: int = EXACT_INDEX_MAX) -> None:
         self.name = "hybrid"
         self._seed = seed
+        self._exact_max = exact_max
         self._context: RankingContext | None = None
+        self.index_kind: str | None = None  # "exact" or "hnsw" once fitted
 
     def fit(self, data: Dataset, vectors: np.ndarray | None) -> None:
         model = CollaborativeModel.fit(data.training_likes(), seed=self._seed)
-        self._context = build_context(_require(vectors), data.like_counts, model,
-                                      data.paper_ids)
+        days = np.asarray([paper.day for paper in data.papers], dtype=np.float64)
+        with tempfile.TemporaryDirectory(prefix="paperrec-evaluation-") as folder:
+            # The returned version holds its arrays and FAISS index in memory.
+            index = IndexStore(Path(folder)).publish(
+                data.paper_ids, _require(vectors), days, EVALUATION_MODEL, self._exact_max,
+                full=True)
+        assert index.ids == data.paper_ids, "a full build keeps the papers' order"
+        self.index_kind = str(index.meta["kind"])
+        self._context = context_for(index, model, data.like_counts)
 
     def scores(self, liked: np.ndarray) -> TopRows:
         assert self._context is not None, "fit first"
         ranked = rank(self._context, liked=liked, disliked=np.zeros(0, np.int64), k=DEPTH)
         return TopRows(ranked.rows)
+
+
+def exact_max_for(index: str, exact_index_max: int) -> int:
+    """The ``exact_max`` threshold that builds this kind of index (``INDEX_KINDS``) over any
+    corpus: ``auto`` is the service's own, ``exact`` and ``hnsw`` force the kind."""
+    if index not in INDEX_KINDS:
+        raise InvalidInput(f"unknown index kind {index!r}; choose from {', '.join(INDEX_KINDS)}")
+    return {"auto": exact_index_max, "exact": sys.maxsize, "hnsw": 0}[index]
 
 
 _FACTORIES: dict[str, Callable[[int], Method]] = {
@@ -205,8 +239,11 @@ _FACTORIES: dict[str, Callable[[int], Method]] = {
 METHOD_NAMES = tuple(_FACTORIES)
 
 
-def make_method(name: str, seed: int) -> Method:
-    """A new, unfitted method; ``seed`` drives everything random in it."""
+def make_method(name: str, seed: int, exact_max: int = EXACT_INDEX_MAX) -> Method:
+    """A new, unfitted method; ``seed`` drives everything random in it. ``exact_max``: the
+    corpus size above which ``hybrid`` ranks through an HNSW index (see ``exact_max_for``)."""
     if name not in _FACTORIES:
         raise InvalidInput(f"unknown method {name!r}; choose from {', '.join(METHOD_NAMES)}")
+    if name == "hybrid":
+        return Hybrid(seed, exact_max)
     return _FACTORIES[name](seed)

@@ -4,7 +4,7 @@ The protocol (DESIGN.md, "Offline evaluation protocol"): for every user with tes
 rank every paper not in that user's training set; Recall@M is the share of the user's test
 papers in the top M (M = 20, 50, 100, 300); nDCG@20 uses binary relevance and an ideal DCG
 over min(20, #test) positions. Both are averaged over the users with test papers. Training
-papers are never ranked, so they never count as hits. The methods live in ``baselines``.
+papers are never ranked, so they never count as hits. The methods live in ``methods``.
 """
 
 from __future__ import annotations

@@ -15,16 +15,22 @@ from recommender.core.config import Settings
 from recommender.core.errors import InvalidInput
 from recommender.embedding.encoders import TextEncoder
 from recommender.evaluation.dataset import Dataset, paper_vectors
-from recommender.evaluation.methods import METHOD_NAMES, make_method
+from recommender.evaluation.methods import METHOD_NAMES, Hybrid, exact_max_for, make_method
 from recommender.evaluation.metrics import METRICS, top_rows, user_metrics
 from recommender.storage.versions import write_atomically
 
 
 def run_evaluation(
     data: Dataset, methods: list[str], seed: int, settings: Settings, embedder: TextEncoder,
-    progress: bool = True,
+    progress: bool = True, index: str = "auto",
 ) -> dict[str, Any]:
-    """Evaluate each method on every user with test papers; seconds include fitting."""
+    """Evaluate each method on every user with test papers; seconds include fitting.
+
+    ``index`` (``methods.INDEX_KINDS``): the kind of index ``hybrid`` ranks through; ``auto``
+    chooses by corpus size as the service does (``settings.exact_index_max``). The report's
+    ``dataset.index`` says which kind was used (None when no method ranks through an index).
+    """
+    exact_max = exact_max_for(index, settings.exact_index_max)
     unknown = [name for name in methods if name not in METHOD_NAMES]
     if unknown:
         raise InvalidInput(f"unknown method {unknown[0]!r}; choose from "
@@ -34,19 +40,22 @@ def run_evaluation(
     evaluated = [u for u, held in enumerate(data.test) if len(held)]
     if not evaluated:
         raise InvalidInput("no user has test papers that name a known paper")
-    summary: dict[str, Any] = data.summary()
-    built = [make_method(name, seed) for name in methods]
+    summary: dict[str, Any] = {**data.summary(), "index": None}
+    built = [make_method(name, seed, exact_max) for name in methods]
     vectors = None
     if any(method.needs_vectors for method in built):
         started = time.perf_counter()
         vectors, embedded = paper_vectors(data.papers, embedder, settings.embedding_cache_path,
                                           progress)
-        summary.update(embedding_model=settings.model, newly_embedded=embedded,
+        summary.update(embedding_model=settings.model, embedding=embedder.variant,
+                       newly_embedded=embedded,
                        embedding_seconds=round(time.perf_counter() - started, 3))
     results: dict[str, dict[str, float | int]] = {}
     for method in built:
         started = time.perf_counter()
         method.fit(data, vectors)
+        if isinstance(method, Hybrid):
+            summary["index"] = method.index_kind
         total = np.zeros(len(METRICS))
         for user in tqdm(evaluated, desc=method.name, unit="user", disable=not progress):
             liked = data.train[user]
@@ -70,7 +79,8 @@ def render_table(report: dict[str, Any]) -> str:
     data = report["dataset"]
     lines.append(f"{data['papers']} papers, {data['users_with_test']} users with test papers, "
                  f"{data['train_likes']} training likes, {data['test_likes']} test likes, "
-                 f"seed {report['seed']}")
+                 f"seed {report['seed']}"
+                 + (f", {data['index']} index" if data.get("index") else ""))
     return "\n".join(lines)
 
 

@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from recommender.core.config import EXACT_INDEX_MAX
-from recommender.index.content_space import build_content_space, expand_queries
+from recommender.index.content_space import expand_queries
 from recommender.ranking.collaborative import CollaborativeModel
 
 # Blend weights. Each adapts to the evidence: popularity matters most for a user with few
@@ -75,21 +74,6 @@ class RankingContext:
                 [row_of.get(pid, -1) for pid in self.collaborative.item_ids], dtype=np.int64)
             known = self.cf_rows >= 0
             self.cf_item_evidence[self.cf_rows[known]] = self.collaborative.item_likes[known]
-
-
-def build_context(
-    vectors: np.ndarray,
-    like_counts: np.ndarray,
-    collaborative: CollaborativeModel | None,
-    item_ids: list[str],
-    dates: np.ndarray | None = None,
-    exact_max: int = EXACT_INDEX_MAX,
-) -> RankingContext:
-    """A context straight from raw embeddings (what the evaluation uses; the service loads the
-    same content space from its published index version)."""
-    space = build_content_space(vectors, exact_max)
-    return RankingContext(space.vectors, space.neighbours, space.neighbour_sims, like_counts,
-                          item_ids, collaborative, dates)
 
 
 @dataclass
