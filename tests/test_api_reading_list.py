@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
 
 from recommender.core.config import Settings
-from service import create_app
-from tests.test_api import like, paper_ids_about
 
-pytestmark = pytest.mark.model
-
-
-@pytest.fixture
-def client(sample_settings: Settings) -> Iterator[FlaskClient]:
-    yield create_app(sample_settings).test_client()
+Like = Callable[..., None]
+PapersAbout = Callable[[Settings, str], list[str]]
 
 
 def reading_list(client: FlaskClient, user: str, query: str = "") -> dict:  # type: ignore[type-arg]
@@ -31,7 +25,7 @@ def ids(body: dict) -> list[str]:  # type: ignore[type-arg]
 
 
 def test_exclude_served_never_repeats_a_paper(
-    client: FlaskClient, sample_settings: Settings
+    client: FlaskClient, sample_settings: Settings, like: Like, paper_ids_about: PapersAbout
 ) -> None:
     fed = paper_ids_about(sample_settings, "federated")
     like(client, "ada", fed[0])
@@ -40,7 +34,9 @@ def test_exclude_served_never_repeats_a_paper(
     assert len(second) == 5 and not set(first) & set(second)
 
 
-def test_offset_pages_through_the_list(client: FlaskClient, sample_settings: Settings) -> None:
+def test_offset_pages_through_the_list(
+    client: FlaskClient, sample_settings: Settings, like: Like, paper_ids_about: PapersAbout
+) -> None:
     fed = paper_ids_about(sample_settings, "federated")
     like(client, "ada", fed[0])
     whole = ids(reading_list(client, "ada", "k=10&exclude_served=false"))
@@ -68,7 +64,7 @@ def test_bad_controls_are_400_and_say_why(client: FlaskClient, query: str, words
 
 
 def test_every_item_says_why_in_words_and_as_data(
-    client: FlaskClient, sample_settings: Settings
+    client: FlaskClient, sample_settings: Settings, like: Like, paper_ids_about: PapersAbout
 ) -> None:
     fed = paper_ids_about(sample_settings, "federated")
     like(client, "ada", fed[0])
@@ -80,7 +76,9 @@ def test_every_item_says_why_in_words_and_as_data(
 
 
 def test_the_trained_model_is_served_live_and_new_likes_count_at_once(
-    client: FlaskClient, sample_settings: Settings, train: Callable[..., Any]) -> None:
+    client: FlaskClient, sample_settings: Settings, train: Callable[..., Any], like: Like,
+    paper_ids_about: PapersAbout,
+) -> None:
     fed = paper_ids_about(sample_settings, "federated")
     like(client, "ada", fed[0])
     like(client, "ada", fed[1])

@@ -22,8 +22,7 @@ from recommender.digest import job as digest
 from recommender.digest.job import DigestSummary
 from recommender.digest.mailer import Mailer
 from service import create_app
-from tests.conftest import free_port
-from tests.test_api import like, paper_ids_about
+from tests.servers import free_port
 
 pytestmark = pytest.mark.model
 NOW = 1_796_000_000.0  # 2026-11-29, a Sunday
@@ -89,7 +88,7 @@ def links(message: EmailMessage) -> dict[str, list[str]]:
 
 
 def test_a_digest_arrives_with_both_parts_and_working_links(
-    mail_settings: Settings, inbox: Inbox
+    mail_settings: Settings, inbox: Inbox, like: Any, paper_ids_about: Any
 ) -> None:
     client = create_app(mail_settings).test_client()
     fed = paper_ids_about(mail_settings, "federated")

@@ -43,7 +43,7 @@ from recommender.storage.redis_client import connect
 from recommender.storage.redis_keys import RedisKeys
 from recommender.storage.versions import VersionedDir
 from service import create_app
-from tests.conftest import free_port
+from tests.servers import free_port
 
 PAPERREC = [sys.executable, "-m", "service.cli"]
 # `paperrec serve` loads the model in each worker before it takes requests.

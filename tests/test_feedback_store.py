@@ -8,7 +8,7 @@ import redis
 from recommender.core.errors import InvalidInput, StoreUnavailable
 from recommender.feedback.store import FeedbackStore
 from recommender.storage.redis_keys import RedisKeys
-from tests.conftest import free_port
+from tests.servers import free_port
 
 
 @pytest.fixture
