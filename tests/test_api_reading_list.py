@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -46,9 +48,19 @@ def test_offset_pages_through_the_list(
     assert page == whole[5:10]
 
 
-def test_since_keeps_only_dated_papers(client: FlaskClient) -> None:
-    # The sample corpus has no dates, so nothing is newer than any date.
-    assert reading_list(client, "ada", "since=2020-01-01")["items"] == []
+def test_since_keeps_only_papers_dated_on_or_after_it(
+    client: FlaskClient, sample_settings: Settings, tmp_path: Path, ingest: Callable[..., Any],
+    rebuild: Callable[..., Any], hashing_embedder: Any,
+) -> None:
+    assert ids(reading_list(client, "ada", "since=2020-01-01")) == []  # the sample is undated
+    dated = tmp_path / "dated.jsonl"
+    dated.write_text("".join(json.dumps(
+        {"id": pid, "title": f"A paper from {day}", "abstract": "On graphs.", "date": day}) + "\n"
+        for pid, day in (("older", "2019-06-01"), ("newer", "2021-03-01"))))
+    ingest(sample_settings, [dated])
+    rebuild(sample_settings, embedder=hashing_embedder)
+    assert ids(reading_list(client, "ada", "since=2020-01-01")) == ["newer"]
+    assert sorted(ids(reading_list(client, "ada", "since=2019-06-01"))) == ["newer", "older"]
 
 
 @pytest.mark.parametrize(("query", "words"), [
@@ -69,9 +81,12 @@ def test_every_item_says_why_in_words_and_as_data(
     fed = paper_ids_about(sample_settings, "federated")
     like(client, "ada", fed[0])
     item = reading_list(client, "ada", "k=1")["items"][0]
-    assert item["reason"].startswith("similar to '")
-    assert item["reasons"][0] == {"kind": "similar_to_liked", "paper_id": fed[0],
-                                  "similarity": pytest.approx(item["reasons"][0]["similarity"])}
+    liked_title = client.get(f"/v1/papers/{fed[0]}").json["title"]
+    assert item["reason"].startswith(f"similar to '{liked_title[:40]}")
+    [reason] = item["reasons"]
+    assert set(reason) == {"kind", "paper_id", "similarity"}
+    assert reason["kind"] == "similar_to_liked" and reason["paper_id"] == fed[0]
+    assert 0 < reason["similarity"] <= 1
     assert item["because"] == [fed[0]]
 
 

@@ -704,7 +704,7 @@ def test_two_publishes_at_once_make_two_whole_versions(tmp_path: Path) -> None:
 
     first = threading.Thread(target=publish, args=(slow_write,))
     first.start()
-    writing.wait(5)
+    assert writing.wait(5)  # the first publish is writing its version: publish another now
     publish(lambda folder, version: (folder / "version.txt").write_text(version))
     first.join()
     assert errors == []
