@@ -148,19 +148,26 @@ def hashing_embedder() -> TextEncoder:
 @pytest.fixture(autouse=True)
 def _fast_tests_never_load_the_model(
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A test not marked ``model`` that embeds with the real model fails, saying why."""
+) -> Iterator[None]:
+    """A test not marked ``model`` that embeds with the real model fails, saying why (also
+    when the app turned the refusal into a 500)."""
     if request.node.get_closest_marker("model"):
+        yield
         return
+    refused: list[str] = []
 
     def refuse(self: Embedder, texts: Sequence[str]) -> np.ndarray:
-        raise AssertionError(
+        refused.append(
             f"{request.node.nodeid} embeds text with the model {self.name!r} but is not "
             f"marked `model`: build its data and app with the hashing embedder (the "
             f"`sample_settings`, `make_app` and `hashing_embedder` fixtures), or mark it "
             f"@pytest.mark.model")
+        raise AssertionError(refused[-1])
 
     monkeypatch.setattr(Embedder, "encode", refuse)
+    yield
+    if refused:
+        pytest.fail(refused[0], pytrace=False)
 
 
 # --- the jobs, as the CLI runs them -----------------------------------------------------------
