@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 from collections.abc import Iterator
@@ -16,21 +17,36 @@ from tests.servers import PAPERREC, Server, call, free_port
 pytestmark = pytest.mark.model
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
+def serve(data_dir: Path) -> Iterator[Server]:
+    """`paperrec serve` on ``data_dir`` with its embedded Redis; both stopped afterwards."""
     env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
-    env["PAPERREC_DATA_DIR"] = str(tmp_path / "var")
-    for command in (["ingest", "--sample"], ["rebuild-index", "--quiet"]):
-        subprocess.run([*PAPERREC, *command], env=env, check=True, capture_output=True)
+    env["PAPERREC_DATA_DIR"] = str(data_dir)
     served = Server(env, free_port())
     yield served
     served.stop()
     # The embedded Redis outlives nothing: stop it if a worker left it running.
-    settings_file = tmp_path / "var" / "redis" / "feedback.rdb.settings"
+    settings_file = data_dir / "redis" / "feedback.rdb.settings"
     if settings_file.exists():
         pidfile = json.loads(settings_file.read_text())["pidfile"]
         if os.path.exists(pidfile):
             os.kill(int(Path(pidfile).read_text()), signal.SIGTERM)
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    """On a data dir made as a user makes it: `paperrec ingest --sample`, `rebuild-index`."""
+    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
+    env["PAPERREC_DATA_DIR"] = str(tmp_path / "var")
+    for command in (["ingest", "--sample"], ["rebuild-index", "--quiet"]):
+        subprocess.run([*PAPERREC, *command], env=env, check=True, capture_output=True)
+    yield from serve(tmp_path / "var")
+
+
+@pytest.fixture
+def sample_server(model_sample_build: Path, tmp_path: Path) -> Iterator[Server]:
+    """On a copy of the sample corpus the session has built once."""
+    shutil.copytree(model_sample_build, tmp_path / "var")
+    yield from serve(tmp_path / "var")
 
 
 def test_like_two_federated_papers_then_dislike_then_restart(server: Server) -> None:
@@ -62,8 +78,8 @@ def test_like_two_federated_papers_then_dislike_then_restart(server: Server) -> 
         (fed[0], "like"), (fed[1], "like"), (top["paper_id"], "dislike")}
 
 
-def test_a_user_id_too_long_for_the_url_gets_a_json_error(server: Server) -> None:
-    server.start()
-    status, body = call(server.base, "GET", "/v1/users/" + "u" * 10_000 + "/feedback")
+def test_a_user_id_too_long_for_the_url_gets_a_json_error(sample_server: Server) -> None:
+    sample_server.start()
+    status, body = call(sample_server.base, "GET", "/v1/users/" + "u" * 10_000 + "/feedback")
     assert status == 414
     assert "ids are at most 128 characters" in body["error"]["message"]
