@@ -6,7 +6,7 @@ PORT   ?= 8000
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install run test check clean
+.PHONY: install run test test-fast check clean
 
 install: $(VENV)/.installed
 
@@ -24,6 +24,10 @@ run: install
 
 test: install
 	$(BIN)/pytest
+
+# Everything but the tests marked `model` (the real embedding model, `paperrec serve`).
+test-fast: install
+	$(BIN)/pytest -m "not model"
 
 check: install
 	$(BIN)/ruff check recommender service scripts tests

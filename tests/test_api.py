@@ -1,34 +1,19 @@
-"""The REST API in-process (Flask test client) on the sample corpus, the real model and Redis."""
+"""The REST API in-process (Flask test client) on the sample corpus and a real Redis."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import dataclasses
+from collections.abc import Callable
 
 import pytest
+from flask import Flask
 from flask.testing import FlaskClient
 
 from recommender.core.config import Settings
-from recommender.corpus.store import CorpusStore
 from service import create_app
-from tests.conftest import free_port
 
-pytestmark = pytest.mark.model
-
-
-@pytest.fixture
-def client(sample_settings: Settings) -> Iterator[FlaskClient]:
-    yield create_app(sample_settings).test_client()
-
-
-def paper_ids_about(settings: Settings, word: str) -> list[str]:
-    corpus = CorpusStore(settings.corpus_path)
-    return [pid for pid, _, _ in corpus.index_rows()
-            if word.lower() in corpus.get(pid).text.lower()]  # type: ignore[union-attr]
-
-
-def like(client: FlaskClient, user: str, paper: str, signal: str = "like") -> None:
-    response = client.put(f"/v1/users/{user}/feedback/{paper}", json={"signal": signal})
-    assert response.status_code == 200, response.json
+Like = Callable[..., None]
+PapersAbout = Callable[[Settings, str], list[str]]
 
 
 def test_health_and_readiness(client: FlaskClient) -> None:
@@ -39,26 +24,34 @@ def test_health_and_readiness(client: FlaskClient) -> None:
     assert ready.headers["X-Request-Id"]
 
 
-def test_not_ready_without_an_index_says_what_to_do(settings: Settings) -> None:
-    response = create_app(settings).test_client().get("/readyz")
+def test_not_ready_without_an_index_says_what_to_do(
+    settings: Settings, make_app: Callable[[Settings], Flask]
+) -> None:
+    response = make_app(settings).test_client().get("/readyz")
     assert response.status_code == 503
     assert "paperrec rebuild-index" in response.json["error"]["message"]
 
 
-def test_not_ready_when_redis_is_unreachable(sample_settings: Settings) -> None:
-    dead = Settings(**{**sample_settings.__dict__, "redis_url": f"redis://127.0.0.1:{free_port()}"})
-    client = create_app(dead).test_client()
+def test_not_ready_when_redis_is_unreachable(
+    sample_settings: Settings, unreachable_redis_url: str,
+    make_app: Callable[[Settings], Flask],
+) -> None:
+    dead = dataclasses.replace(sample_settings, redis_url=unreachable_redis_url)
+    client = make_app(dead).test_client()
     response = client.get("/readyz")
     assert response.status_code == 503 and "Redis" in response.json["error"]["message"]
+    # An unknown paper is found out in the corpus, before Redis is asked.
     write = client.put("/v1/users/ada/feedback/x", json={"signal": "like"})
-    assert write.status_code in (404, 503)
+    assert write.status_code == 404 and "no paper with id 'x'" in write.json["error"]["message"]
     paper_id = client.get("/v1/search?q=graphs&k=1").json["items"][0]["paper_id"]
     write = client.put(f"/v1/users/ada/feedback/{paper_id}", json={"signal": "like"})
     assert write.status_code == 503 and write.json["error"]["code"] == "store_unavailable"
     assert write.headers["Retry-After"]
 
 
-def test_paper_and_similar(client: FlaskClient, sample_settings: Settings) -> None:
+def test_paper_and_similar(
+    client: FlaskClient, sample_settings: Settings, paper_ids_about: PapersAbout
+) -> None:
     fed = paper_ids_about(sample_settings, "federated")
     paper = client.get(f"/v1/papers/{fed[0]}").json
     assert paper["id"] == fed[0] and paper["title"] and "text" not in paper
@@ -68,12 +61,18 @@ def test_paper_and_similar(client: FlaskClient, sample_settings: Settings) -> No
     assert similar[0]["score"] >= similar[1]["score"] >= similar[2]["score"]
 
 
-def test_search_finds_the_topic(client: FlaskClient, sample_settings: Settings) -> None:
+@pytest.mark.model
+def test_search_finds_the_topic(
+    model_sample_settings: Settings, paper_ids_about: PapersAbout
+) -> None:
+    client = create_app(model_sample_settings).test_client()  # the model embeds the query
     items = client.get("/v1/search?q=federated learning with label noise&k=5").json["items"]
-    assert items[0]["paper_id"] in paper_ids_about(sample_settings, "federated")
+    assert items[0]["paper_id"] in paper_ids_about(model_sample_settings, "federated")
 
 
-def test_feedback_round_trip(client: FlaskClient, sample_settings: Settings) -> None:
+def test_feedback_round_trip(
+    client: FlaskClient, sample_settings: Settings, like: Like, paper_ids_about: PapersAbout
+) -> None:
     fed = paper_ids_about(sample_settings, "federated")
     like(client, "ada", fed[0])
     like(client, "ada", fed[1], "dislike")
@@ -86,7 +85,7 @@ def test_feedback_round_trip(client: FlaskClient, sample_settings: Settings) -> 
 
 
 def test_reading_list_follows_likes_and_dislikes(
-    client: FlaskClient, sample_settings: Settings
+    client: FlaskClient, sample_settings: Settings, like: Like, paper_ids_about: PapersAbout
 ) -> None:
     fed = paper_ids_about(sample_settings, "federated")
     like(client, "ada", fed[0])
@@ -111,7 +110,7 @@ def test_a_new_user_gets_a_useful_list_marked_not_personalized(client: FlaskClie
 
 
 def test_popular_papers_lead_a_new_users_list(
-    client: FlaskClient, sample_settings: Settings
+    client: FlaskClient, sample_settings: Settings, like: Like, paper_ids_about: PapersAbout
 ) -> None:
     fed = paper_ids_about(sample_settings, "federated")
     for user in ("u1", "u2", "u3"):
@@ -137,7 +136,7 @@ def test_popular_papers_lead_a_new_users_list(
     ("post", "/v1/users/ada/feedback/{p}", {"signal": "like"}, 405, "method"),
 ])
 def test_bad_requests_get_json_errors_that_say_what_was_wrong(
-    client: FlaskClient, sample_settings: Settings,
+    client: FlaskClient, sample_settings: Settings, like: Like, paper_ids_about: PapersAbout,
     method: str, path: str, body: object, status: int, words: str,
 ) -> None:
     fed = paper_ids_about(sample_settings, "federated")

@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import json
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
 
 from recommender.core.config import Settings
-from service import create_app
-from tests.test_api import like, paper_ids_about
 
-pytestmark = pytest.mark.model
-
-
-@pytest.fixture
-def client(sample_settings: Settings) -> Iterator[FlaskClient]:
-    yield create_app(sample_settings).test_client()
+Like = Callable[..., None]
+PapersAbout = Callable[[Settings, str], list[str]]
 
 
 def reading_list(client: FlaskClient, user: str, query: str = "") -> dict:  # type: ignore[type-arg]
@@ -31,7 +27,7 @@ def ids(body: dict) -> list[str]:  # type: ignore[type-arg]
 
 
 def test_exclude_served_never_repeats_a_paper(
-    client: FlaskClient, sample_settings: Settings
+    client: FlaskClient, sample_settings: Settings, like: Like, paper_ids_about: PapersAbout
 ) -> None:
     fed = paper_ids_about(sample_settings, "federated")
     like(client, "ada", fed[0])
@@ -40,7 +36,9 @@ def test_exclude_served_never_repeats_a_paper(
     assert len(second) == 5 and not set(first) & set(second)
 
 
-def test_offset_pages_through_the_list(client: FlaskClient, sample_settings: Settings) -> None:
+def test_offset_pages_through_the_list(
+    client: FlaskClient, sample_settings: Settings, like: Like, paper_ids_about: PapersAbout
+) -> None:
     fed = paper_ids_about(sample_settings, "federated")
     like(client, "ada", fed[0])
     whole = ids(reading_list(client, "ada", "k=10&exclude_served=false"))
@@ -50,9 +48,19 @@ def test_offset_pages_through_the_list(client: FlaskClient, sample_settings: Set
     assert page == whole[5:10]
 
 
-def test_since_keeps_only_dated_papers(client: FlaskClient) -> None:
-    # The sample corpus has no dates, so nothing is newer than any date.
-    assert reading_list(client, "ada", "since=2020-01-01")["items"] == []
+def test_since_keeps_only_papers_dated_on_or_after_it(
+    client: FlaskClient, sample_settings: Settings, tmp_path: Path, ingest: Callable[..., Any],
+    rebuild: Callable[..., Any], hashing_embedder: Any,
+) -> None:
+    assert ids(reading_list(client, "ada", "since=2020-01-01")) == []  # the sample is undated
+    dated = tmp_path / "dated.jsonl"
+    dated.write_text("".join(json.dumps(
+        {"id": pid, "title": f"A paper from {day}", "abstract": "On graphs.", "date": day}) + "\n"
+        for pid, day in (("older", "2019-06-01"), ("newer", "2021-03-01"))))
+    ingest(sample_settings, [dated])
+    rebuild(sample_settings, embedder=hashing_embedder)
+    assert ids(reading_list(client, "ada", "since=2020-01-01")) == ["newer"]
+    assert sorted(ids(reading_list(client, "ada", "since=2019-06-01"))) == ["newer", "older"]
 
 
 @pytest.mark.parametrize(("query", "words"), [
@@ -68,19 +76,24 @@ def test_bad_controls_are_400_and_say_why(client: FlaskClient, query: str, words
 
 
 def test_every_item_says_why_in_words_and_as_data(
-    client: FlaskClient, sample_settings: Settings
+    client: FlaskClient, sample_settings: Settings, like: Like, paper_ids_about: PapersAbout
 ) -> None:
     fed = paper_ids_about(sample_settings, "federated")
     like(client, "ada", fed[0])
     item = reading_list(client, "ada", "k=1")["items"][0]
-    assert item["reason"].startswith("similar to '")
-    assert item["reasons"][0] == {"kind": "similar_to_liked", "paper_id": fed[0],
-                                  "similarity": pytest.approx(item["reasons"][0]["similarity"])}
+    liked_title = client.get(f"/v1/papers/{fed[0]}").json["title"]
+    assert item["reason"].startswith(f"similar to '{liked_title[:40]}")
+    [reason] = item["reasons"]
+    assert set(reason) == {"kind", "paper_id", "similarity"}
+    assert reason["kind"] == "similar_to_liked" and reason["paper_id"] == fed[0]
+    assert 0 < reason["similarity"] <= 1
     assert item["because"] == [fed[0]]
 
 
 def test_the_trained_model_is_served_live_and_new_likes_count_at_once(
-    client: FlaskClient, sample_settings: Settings, train: Callable[..., Any]) -> None:
+    client: FlaskClient, sample_settings: Settings, train: Callable[..., Any], like: Like,
+    paper_ids_about: PapersAbout,
+) -> None:
     fed = paper_ids_about(sample_settings, "federated")
     like(client, "ada", fed[0])
     like(client, "ada", fed[1])

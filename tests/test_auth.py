@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import pytest
+from flask import Flask
+from flask.testing import FlaskClient
 
 from recommender.core.config import Settings
 from recommender.core.errors import InvalidInput
-from service import create_app
+from service.auth import ApiKeys
 from service.cli import main
 from service.rate_limit import Limit
 
-pytestmark = pytest.mark.model
+MakeApp = Callable[[Settings], Flask]
 CLIENT_KEY = "client-key-0123456789"
 ADMIN_KEY = "admin-key-0123456789ab"
 
@@ -22,20 +25,21 @@ def bearer(key: str) -> dict[str, str]:
 
 
 @pytest.fixture
-def client(sample_settings: Settings):  # type: ignore[no-untyped-def]
+def client(sample_settings: Settings, make_app: MakeApp) -> FlaskClient:
+    """The service with a client key and an admin key."""
     keyed = dataclasses.replace(sample_settings,
                                 api_keys=f"client:{CLIENT_KEY},admin:{ADMIN_KEY}")
-    return create_app(keyed).test_client()
+    return make_app(keyed).test_client()
 
 
-def test_no_key_is_401_and_a_wrong_key_too(client) -> None:  # type: ignore[no-untyped-def]
+def test_no_key_is_401_and_a_wrong_key_too(client: FlaskClient) -> None:
     response = client.get("/v1/users/ada/feedback")
     assert response.status_code == 401 and "Bearer" in response.json["error"]["message"]
     assert client.get("/v1/users/ada/feedback",
                       headers=bearer("not-a-key-at-all")).status_code == 401
 
 
-def test_health_and_email_links_stay_open(client) -> None:  # type: ignore[no-untyped-def]
+def test_health_and_email_links_stay_open(client: FlaskClient) -> None:
     assert client.get("/healthz").status_code == 200
     assert client.get("/readyz").status_code == 200
     link = client.get("/v1/links/forged.token")  # checked by its signature, not by a key
@@ -44,7 +48,7 @@ def test_health_and_email_links_stay_open(client) -> None:  # type: ignore[no-un
     assert client.get("/docs").status_code == 200
 
 
-def test_roles(client) -> None:  # type: ignore[no-untyped-def]
+def test_roles(client: FlaskClient) -> None:
     assert client.get("/v1/users/ada/feedback", headers=bearer(CLIENT_KEY)).status_code == 200
     assert client.get("/v1/users/ada/export", headers=bearer(CLIENT_KEY)).status_code == 403
     assert client.delete("/v1/users/ada", headers=bearer(CLIENT_KEY)).status_code == 403
@@ -53,9 +57,6 @@ def test_roles(client) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_bad_key_configuration_is_refused() -> None:
-    from recommender.core.errors import InvalidInput
-    from service.auth import ApiKeys
-
     with pytest.raises(InvalidInput, match="role:key"):
         ApiKeys.parse("root:0123456789abcdef", "")
     with pytest.raises(InvalidInput, match="at least 16"):
@@ -83,10 +84,12 @@ def test_a_bad_rate_limit_says_what_it_should_look_like(text: str) -> None:
         Limit.parse(text)
 
 
-def test_each_key_has_its_own_limit_shared_by_every_worker(sample_settings: Settings) -> None:
+def test_each_key_has_its_own_limit_shared_by_every_worker(
+    sample_settings: Settings, make_app: MakeApp
+) -> None:
     limited = dataclasses.replace(sample_settings, rate_limit="3/minute",
                                   api_keys=f"client:{CLIENT_KEY},admin:{ADMIN_KEY}")
-    workers = [create_app(limited).test_client() for _ in range(2)]  # counted in one Redis
+    workers = [make_app(limited).test_client() for _ in range(2)]  # counted in one Redis
     seen = []
     for turn in range(4):
         response = workers[turn % 2].get("/v1/users/ada/feedback", headers=bearer(CLIENT_KEY))
@@ -101,9 +104,11 @@ def test_each_key_has_its_own_limit_shared_by_every_worker(sample_settings: Sett
     assert workers[0].get("/healthz").status_code == 200  # open endpoints are not counted
 
 
-def test_the_limit_lets_requests_through_when_redis_is_down(sample_settings: Settings) -> None:
-    down = dataclasses.replace(sample_settings, redis_url="redis://127.0.0.1:1/0",
+def test_the_limit_lets_requests_through_when_redis_is_down(
+    sample_settings: Settings, unreachable_redis_url: str, make_app: MakeApp
+) -> None:
+    down = dataclasses.replace(sample_settings, redis_url=unreachable_redis_url,
                                rate_limit="1/minute", api_keys=f"client:{CLIENT_KEY}")
-    client = create_app(down).test_client()
+    client = make_app(down).test_client()
     for _ in range(3):  # search needs no Redis, so it keeps working, unlimited
         assert client.get("/v1/search?q=federated", headers=bearer(CLIENT_KEY)).status_code == 200

@@ -78,6 +78,7 @@ def table(text: str, first_column: str) -> list[list[str]]:
                 if not row.startswith("|"):
                     break
                 rows.append([c.strip() for c in row.strip().strip("|").split("|")])
+            assert rows, f"the table with a {first_column!r} column has no rows"
             return rows
     raise AssertionError(f"no table with a {first_column!r} column")
 

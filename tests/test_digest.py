@@ -22,8 +22,7 @@ from recommender.digest import job as digest
 from recommender.digest.job import DigestSummary
 from recommender.digest.mailer import Mailer
 from service import create_app
-from tests.conftest import free_port
-from tests.test_api import like, paper_ids_about
+from tests.servers import free_port
 
 pytestmark = pytest.mark.model
 NOW = 1_796_000_000.0  # 2026-11-29, a Sunday
@@ -89,7 +88,7 @@ def links(message: EmailMessage) -> dict[str, list[str]]:
 
 
 def test_a_digest_arrives_with_both_parts_and_working_links(
-    mail_settings: Settings, inbox: Inbox
+    mail_settings: Settings, inbox: Inbox, like: Any, paper_ids_about: Any
 ) -> None:
     client = create_app(mail_settings).test_client()
     fed = paper_ids_about(mail_settings, "federated")
@@ -135,7 +134,13 @@ def test_a_second_run_in_the_same_period_sends_nothing(
     next_week = send(mail_settings, NOW + 7 * DAY)
     assert next_week.sent == 1
     first, second = inbox.to("ada@example.org")
-    ids = lambda m: set(re.findall(r"pl-[0-9a-f]{16}", m.get_body(("plain",)).get_content()))  # noqa: E731
+    signer = client.application.extensions["paperrec"].links
+
+    def ids(message: EmailMessage) -> set[str]:  # the papers its "More like this" links name
+        return {signer.verify(url.rsplit("/", 1)[1], NOW).paper_id
+                for url in links(message)["More like this"]}
+
+    assert ids(first) and ids(second)
     assert not ids(first) & ids(second)  # never the same paper twice
 
 

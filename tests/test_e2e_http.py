@@ -3,77 +3,49 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
+import shutil
 import signal
 import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.conftest import free_port
+from tests.servers import PAPERREC, Server, call, free_port
 
 pytestmark = pytest.mark.model
-PAPERREC = [sys.executable, "-m", "service.cli"]
 
 
-def call(base: str, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(base + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            raw = response.read()
-            return response.status, json.loads(raw) if raw else None
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
-
-
-class Server:
-    def __init__(self, env: dict[str, str], port: int) -> None:
-        self.env, self.port = env, port
-        self.base = f"http://127.0.0.1:{port}"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.process = subprocess.Popen([*PAPERREC, "serve", "--port", str(self.port)],
-                                        env=self.env, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if call(self.base, "GET", "/readyz")[0] == 200:
-                    return
-            except OSError:
-                pass
-            time.sleep(0.2)
-        raise AssertionError("the service did not become ready within 60 s")
-
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            self.process.wait(30)
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
+def serve(data_dir: Path) -> Iterator[Server]:
+    """`paperrec serve` on ``data_dir`` with its embedded Redis; both stopped afterwards."""
     env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
-    env["PAPERREC_DATA_DIR"] = str(tmp_path / "var")
-    for command in (["ingest", "--sample"], ["rebuild-index", "--quiet"]):
-        subprocess.run([*PAPERREC, *command], env=env, check=True, capture_output=True)
+    env["PAPERREC_DATA_DIR"] = str(data_dir)
     served = Server(env, free_port())
     yield served
     served.stop()
     # The embedded Redis outlives nothing: stop it if a worker left it running.
-    pidfile = tmp_path / "var" / "redis" / "redis.pid"  # a clean stop removes it
+    pidfile = data_dir / "redis" / "redis.pid"  # a clean stop removes it
     if pidfile.exists():
         with contextlib.suppress(ProcessLookupError):
             os.kill(int(pidfile.read_text()), signal.SIGTERM)
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    """On a data dir made as a user makes it: `paperrec ingest --sample`, `rebuild-index`."""
+    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
+    env["PAPERREC_DATA_DIR"] = str(tmp_path / "var")
+    for command in (["ingest", "--sample"], ["rebuild-index", "--quiet"]):
+        subprocess.run([*PAPERREC, *command], env=env, check=True, capture_output=True)
+    yield from serve(tmp_path / "var")
+
+
+@pytest.fixture
+def sample_server(model_sample_build: Path, tmp_path: Path) -> Iterator[Server]:
+    """On a copy of the sample corpus the session has built once."""
+    shutil.copytree(model_sample_build, tmp_path / "var")
+    yield from serve(tmp_path / "var")
 
 
 def test_like_two_federated_papers_then_dislike_then_restart(server: Server) -> None:
@@ -105,8 +77,8 @@ def test_like_two_federated_papers_then_dislike_then_restart(server: Server) -> 
         (fed[0], "like"), (fed[1], "like"), (top["paper_id"], "dislike")}
 
 
-def test_a_user_id_too_long_for_the_url_gets_a_json_error(server: Server) -> None:
-    server.start()
-    status, body = call(server.base, "GET", "/v1/users/" + "u" * 10_000 + "/feedback")
+def test_a_user_id_too_long_for_the_url_gets_a_json_error(sample_server: Server) -> None:
+    sample_server.start()
+    status, body = call(sample_server.base, "GET", "/v1/users/" + "u" * 10_000 + "/feedback")
     assert status == 414
     assert "ids are at most 128 characters" in body["error"]["message"]

@@ -175,7 +175,8 @@ def test_the_command_writes_json_of_the_documented_shape(
     for result in report["methods"].values():
         assert set(result) == {"recall@20", "recall@50", "recall@100", "recall@300", "ndcg@20",
                                "users", "seconds"}
-        assert result["users"] == 3 and result["seconds"] >= 0
+        assert result["users"] == 3
+        assert isinstance(result["seconds"], float) and 0 <= result["seconds"] < 60  # seconds
     assert {"papers": 9, "users": 3, "train_likes": 3, "test_likes": 3}.items() <= (
         report["dataset"].items())
     assert report["dataset"]["index"] is None  # neither method ranks through an index

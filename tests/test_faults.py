@@ -43,7 +43,7 @@ from recommender.storage.embedded_redis import socket_path
 from recommender.storage.redis_keys import RedisKeys
 from recommender.storage.versions import VersionedDir
 from service import create_app
-from tests.conftest import free_port
+from tests.servers import free_port
 
 PAPERREC = [sys.executable, "-m", "service.cli"]
 # `paperrec serve` loads the model in each worker before it takes requests.
@@ -689,7 +689,7 @@ def test_two_publishes_at_once_make_two_whole_versions(tmp_path: Path) -> None:
 
     first = threading.Thread(target=publish, args=(slow_write,))
     first.start()
-    writing.wait(5)
+    assert writing.wait(5)  # the first publish is writing its version: publish another now
     publish(lambda folder, version: (folder / "version.txt").write_text(version))
     first.join()
     assert errors == []

@@ -8,7 +8,7 @@ import redis
 from recommender.core.errors import InvalidInput, StoreUnavailable
 from recommender.feedback.store import FeedbackStore
 from recommender.storage.redis_keys import RedisKeys
-from tests.conftest import free_port
+from recommender.storage.redis_options import client_options
 
 
 @pytest.fixture
@@ -56,8 +56,11 @@ def test_a_signal_must_be_like_or_dislike(store: FeedbackStore) -> None:
     assert store.get("ada") == []
 
 
-def test_an_unreachable_redis_is_reported_as_unavailable(namespace: str) -> None:
-    dead = redis.Redis(port=free_port(), socket_connect_timeout=0.5, decode_responses=True)
+def test_an_unreachable_redis_is_reported_as_unavailable(
+    namespace: str, unreachable_redis_url: str
+) -> None:
+    # A client as the service makes one: it fails at once, without redis-py's default retries.
+    dead = redis.Redis.from_url(unreachable_redis_url, **client_options())
     store = FeedbackStore(dead, RedisKeys(namespace))
     with pytest.raises(StoreUnavailable, match="unreachable"):
         store.get("ada")

@@ -11,10 +11,12 @@ import numpy as np
 import pytest
 
 import recommender.index.store
+from recommender.core.config import Settings
 from recommender.index.content_space import build_content_space, centre_query
 from recommender.index.paper_index import PaperIndex
 from recommender.index.store import MAX_ADDED_FRACTION, IndexStore
 from recommender.ranking.rank import RankingContext, rank
+from service.cli import main
 
 DIM = 32
 
@@ -204,26 +206,21 @@ def test_a_damaged_previous_version_means_a_full_build(tmp_path: Path) -> None:
 
 @pytest.mark.model
 def test_rebuild_index_says_which_kind_ran_and_full_forces_a_full_one(
-    sample_settings: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    model_sample_settings: Settings, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from service.cli import main
-
-    monkeypatch = pytest.MonkeyPatch()
-    monkeypatch.setenv("PAPERREC_DATA_DIR", str(sample_settings.data_dir))
-    try:
-        assert main(["rebuild-index", "--quiet"]) == 0
-        assert "incremental build (0 papers added" in capsys.readouterr().out
-        # One paper more in 38 moves the mean too far (3%) to keep it: a full build, and why.
-        papers = tmp_path / "more.jsonl"
-        papers.write_text(json.dumps({"id": "new1", "title": "A new paper",
-                                      "abstract": "On graph learning."}) + "\n")
-        assert main(["ingest", str(papers)]) == 0
-        assert main(["rebuild-index", "--quiet"]) == 0
-        out = capsys.readouterr().out
-        assert "39 papers, 1 newly embedded" in out and "full build (the corpus mean" in out
-        assert main(["rebuild-index", "--quiet"]) == 0
-        assert "incremental build (0 papers added" in capsys.readouterr().out
-        assert main(["rebuild-index", "--quiet", "--full"]) == 0
-        assert "full build (a full build was asked for)" in capsys.readouterr().out
-    finally:
-        monkeypatch.undo()
+    monkeypatch.setenv("PAPERREC_DATA_DIR", str(model_sample_settings.data_dir))
+    assert main(["rebuild-index", "--quiet"]) == 0
+    assert "incremental build (0 papers added" in capsys.readouterr().out
+    # One paper more in 38 moves the mean too far (3%) to keep it: a full build, and why.
+    papers = tmp_path / "more.jsonl"
+    papers.write_text(json.dumps({"id": "new1", "title": "A new paper",
+                                  "abstract": "On graph learning."}) + "\n")
+    assert main(["ingest", str(papers)]) == 0
+    assert main(["rebuild-index", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "39 papers, 1 newly embedded" in out and "full build (the corpus mean" in out
+    assert main(["rebuild-index", "--quiet"]) == 0
+    assert "incremental build (0 papers added" in capsys.readouterr().out
+    assert main(["rebuild-index", "--quiet", "--full"]) == 0
+    assert "full build (a full build was asked for)" in capsys.readouterr().out

@@ -95,6 +95,7 @@ def test_requests_in_flight_never_fail_while_versions_are_published(tmp_path: Pa
     store.publish(ids(200), random_unit(200), no_days(200), "m", exact_max=1000)
     live = LiveIndex(store, check_seconds=0)
     failures: list[BaseException] = []
+    served: set[str] = set()  # the versions requests were answered from
     done = threading.Event()
 
     def reader() -> None:
@@ -104,6 +105,7 @@ def test_requests_in_flight_never_fail_while_versions_are_published(tmp_path: Pa
                 rows, _ = index.search(index.vectors[:3], 10)
                 assert (rows >= 0).all()
                 index.row(index.ids[-1])
+                served.add(index.version)
             except BaseException as exc:  # noqa: BLE001 - every failure counts
                 failures.append(exc)
 
@@ -117,6 +119,7 @@ def test_requests_in_flight_never_fail_while_versions_are_published(tmp_path: Pa
     for thread in threads:
         thread.join()
     assert failures == []
+    assert len(served) >= 2  # the readers were at work while new versions came
     assert live.get().version == "000009"
 
 

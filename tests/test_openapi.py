@@ -9,7 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -17,24 +17,11 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from recommender.core.config import Settings
-from service import create_app
-from tests.conftest import free_port
-from tests.test_e2e_http import Server
+from tests.servers import Server, free_port
 
-pytestmark = pytest.mark.model
 ADMIN_KEY = "admin-key-for-the-fuzzer-0123"
 UNDOCUMENTED = {"static", "docs.static", "docs.openapi_json", "docs.docs_page",
                 "metrics.metrics"}
-
-
-@pytest.fixture
-def app(sample_settings: Settings) -> Flask:
-    return create_app(sample_settings)
-
-
-@pytest.fixture
-def client(app: Flask) -> FlaskClient:
-    return app.test_client()
 
 
 def test_every_route_is_documented_and_nothing_else(app: Flask, client: FlaskClient) -> None:
@@ -90,9 +77,9 @@ def test_docs_are_served_from_the_package_not_a_cdn(client: FlaskClient) -> None
 
 
 @pytest.fixture
-def keyed_server(sample_build: Path, tmp_path: Path, redis_url: str,
+def keyed_server(model_sample_build: Path, tmp_path: Path, redis_url: str,
                  namespace: str) -> Iterator[Server]:
-    shutil.copytree(sample_build, tmp_path / "var")
+    shutil.copytree(model_sample_build, tmp_path / "var")
     env = {**os.environ, "PAPERREC_DATA_DIR": str(tmp_path / "var"), "REDIS_URL": redis_url,
            "PAPERREC_REDIS_NAMESPACE": namespace, "PAPERREC_API_KEYS": f"admin:{ADMIN_KEY}",
            "PAPERREC_RATE_LIMIT": "off"}
@@ -102,6 +89,7 @@ def keyed_server(sample_build: Path, tmp_path: Path, redis_url: str,
     served.stop()
 
 
+@pytest.mark.model  # `paperrec serve` loads the model
 def test_schemathesis_finds_no_server_error_and_no_nonconforming_response(
     keyed_server: Server, tmp_path: Path
 ) -> None:
@@ -121,9 +109,11 @@ def test_schemathesis_finds_no_server_error_and_no_nonconforming_response(
     assert re.search(r"Tested: 16", report), report[-3000:]
 
 
-def test_the_document_says_which_calls_need_a_key(sample_settings: Settings) -> None:
+def test_the_document_says_which_calls_need_a_key(
+    sample_settings: Settings, make_app: Callable[[Settings], Flask]
+) -> None:
     keyed = dataclasses.replace(sample_settings, api_keys=f"admin:{ADMIN_KEY}")
-    spec = create_app(keyed).test_client().get("/openapi.json").json
+    spec = make_app(keyed).test_client().get("/openapi.json").json
     assert spec["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
     assert "security" not in spec["paths"]["/healthz"]["get"]
     recs = spec["paths"]["/v1/users/{user_id}/recommendations"]["get"]

@@ -16,7 +16,7 @@ from recommender.core.errors import InvalidInput
 from recommender.feedback.store import FeedbackStore
 from recommender.storage.redis_client import connect
 from recommender.storage.redis_keys import RedisKeys
-from tests.conftest import free_port
+from tests.servers import free_port
 
 
 def _binary() -> str:

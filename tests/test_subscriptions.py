@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from flask import Flask
@@ -12,7 +12,6 @@ from flask.testing import FlaskClient
 from recommender.core.config import Settings
 from service import create_app
 from service.state import components
-from tests.test_api import paper_ids_about
 
 pytestmark = pytest.mark.model
 
@@ -61,7 +60,8 @@ def test_a_bad_subscription_is_a_400_that_says_why(
 
 
 def test_one_click_links_record_exactly_what_they_name(
-    app: Flask, client: FlaskClient, sample_settings: Settings
+    app: Flask, client: FlaskClient, sample_settings: Settings,
+    paper_ids_about: Callable[[Settings, str], list[str]],
 ) -> None:
     fed = paper_ids_about(sample_settings, "federated")
     like_url = f"/v1/links/{token(app, 'ada', 'like', fed[0])}"
@@ -97,7 +97,8 @@ def test_unsubscribe_links_work_by_click_and_by_rfc_8058_post(
 
 
 def test_forged_altered_or_expired_links_record_nothing(
-    app: Flask, client: FlaskClient, sample_settings: Settings
+    app: Flask, client: FlaskClient, sample_settings: Settings,
+    paper_ids_about: Callable[[Settings, str], list[str]],
 ) -> None:
     fed = paper_ids_about(sample_settings, "federated")
     good = token(app, "ada", "like", fed[0])

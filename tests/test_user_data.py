@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import pytest
+from collections.abc import Callable
+
+from flask import Flask
 
 from recommender.core.config import Settings
-from service import create_app
-from tests.test_api import like, paper_ids_about
-
-pytestmark = pytest.mark.model
 
 
-def test_export_holds_everything_and_erase_removes_it(sample_settings: Settings) -> None:
-    app = create_app(sample_settings)
+def test_export_holds_everything_and_erase_removes_it(
+    app: Flask, sample_settings: Settings, like: Callable[..., None],
+    paper_ids_about: Callable[[Settings, str], list[str]],
+) -> None:
     client = app.test_client()
     fed = paper_ids_about(sample_settings, "federated")
     like(client, "ada", fed[0])

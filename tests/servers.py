@@ -1,0 +1,76 @@
+"""Real processes the tests start: a free port for them, `paperrec serve` as a subprocess, and
+JSON over HTTP to it.
+
+A plain module rather than fixtures: ``free_port`` is called inside classes and other modules'
+fixtures (a Redis, a Sentinel, an SMTP server, gunicorn), and ``Server`` is a class that
+fixtures in several test files make and restart. Fixtures that start a server live in the
+test files that need them; ``tests/test_e2e_http.py`` shows the pattern.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+# `paperrec` as the console script runs it, with this interpreter (so the venv's packages).
+PAPERREC = [sys.executable, "-m", "service.cli"]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on (as of now)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def call(base: str, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    """One JSON request: (status, decoded body or None); HTTP errors are answers too."""
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(base + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            raw = response.read()
+            return response.status, json.loads(raw) if raw else None
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+class Server:
+    """`paperrec serve` on ``port`` with the environment ``env``; ``start`` waits for /readyz.
+
+    Each worker loads the configured embedding model before it answers, so tests that start
+    one are marked ``model`` and serve a data dir built by that model (``model_sample_build``).
+    """
+
+    def __init__(self, env: dict[str, str], port: int) -> None:
+        self.env, self.port = env, port
+        self.base = f"http://127.0.0.1:{port}"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen([*PAPERREC, "serve", "--port", str(self.port)],
+                                        env=self.env, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise AssertionError(f"`paperrec serve` exited with {self.process.returncode}")
+            try:
+                if call(self.base, "GET", "/readyz")[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise AssertionError("the service did not become ready within 60 s")
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            self.process.wait(30)
