@@ -9,7 +9,9 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
+from recommender import wiring
 from recommender.core.config import Settings
+from recommender.embedding.encoders import TextEncoder
 from service import create_app
 
 Like = Callable[..., None]
@@ -68,6 +70,19 @@ def test_search_finds_the_topic(
     client = create_app(model_sample_settings).test_client()  # the model embeds the query
     items = client.get("/v1/search?q=federated learning with label noise&k=5").json["items"]
     assert items[0]["paper_id"] in paper_ids_about(model_sample_settings, "federated")
+
+
+def test_search_with_another_model_than_the_index_says_to_rebuild(
+    sample_settings: Settings, hashing_embedder: TextEncoder
+) -> None:
+    """The index was built by the hashing embedder (512 dimensions); a service configured with
+    a model of another width answers 503 naming the fix, not a 500."""
+    other = type(hashing_embedder)(dimension=256)  # type: ignore[call-arg]
+    client = create_app(sample_settings,
+                        parts=wiring.build(sample_settings, embedder=other)).test_client()
+    response = client.get("/v1/search?q=federated learning")
+    assert response.status_code == 503
+    assert "paperrec rebuild-index --full" in response.json["error"]["message"]
 
 
 def test_feedback_round_trip(

@@ -24,7 +24,6 @@ from recommender.digest.mailer import Mailer
 from service import create_app
 from tests.servers import free_port
 
-pytestmark = pytest.mark.model
 NOW = 1_796_000_000.0  # 2026-11-29, a Sunday
 DAY = 86_400.0
 

@@ -13,8 +13,6 @@ from recommender.core.config import Settings
 from service import create_app
 from service.state import components
 
-pytestmark = pytest.mark.model
-
 
 @pytest.fixture
 def app(sample_settings: Settings) -> Iterator[Flask]:

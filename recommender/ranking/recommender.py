@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from recommender.core.errors import NotFound
+from recommender.core.errors import IndexNotReady, NotFound
 from recommender.core.ids import validate_paper_id
 from recommender.core.papers import EPOCH, Paper
 from recommender.corpus.store import CorpusStore
@@ -66,7 +66,13 @@ class Recommender:
 
     def search(self, query: str, k: int) -> list[Recommendation]:
         index = self._index.get()
-        vector = centre_query(self._embedder.encode([query.strip()]), index.space.mean)
+        encoded = self._embedder.encode([query.strip()])
+        if encoded.shape[1] != index.vectors.shape[1]:
+            raise IndexNotReady(f"the index was built with another embedding model "
+                                f"({index.meta.get('embedding', index.model)}) than the one "
+                                f"configured ({self._embedder.variant}): run "
+                                f"`paperrec rebuild-index --full`")
+        vector = centre_query(encoded, index.space.mean)
         rows, scores = index.search(vector, k)
         hits = [(int(r), float(s)) for r, s in zip(rows[0], scores[0], strict=True) if r >= 0]
         return self._plain(index, hits, f"matches {query.strip()[:60]!r}")
