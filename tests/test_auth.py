@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
-from service.rate_limit import Limit
 
 from recommender.core.config import Settings
 from recommender.core.errors import InvalidInput
 from service import create_app
 from service.cli import main
+from service.rate_limit import Limit
 
 pytestmark = pytest.mark.model
 CLIENT_KEY = "client-key-0123456789"
@@ -23,8 +21,7 @@ def bearer(key: str) -> dict[str, str]:
 
 @pytest.fixture
 def client(sample_settings: Settings):  # type: ignore[no-untyped-def]
-    keyed = dataclasses.replace(sample_settings,
-                                api_keys=f"client:{CLIENT_KEY},admin:{ADMIN_KEY}")
+    keyed = sample_settings.replace(api_keys=f"client:{CLIENT_KEY},admin:{ADMIN_KEY}")
     return create_app(keyed).test_client()
 
 
@@ -84,8 +81,8 @@ def test_a_bad_rate_limit_says_what_it_should_look_like(text: str) -> None:
 
 
 def test_each_key_has_its_own_limit_shared_by_every_worker(sample_settings: Settings) -> None:
-    limited = dataclasses.replace(sample_settings, rate_limit="3/minute",
-                                  api_keys=f"client:{CLIENT_KEY},admin:{ADMIN_KEY}")
+    limited = sample_settings.replace(rate_limit="3/minute",
+                                      api_keys=f"client:{CLIENT_KEY},admin:{ADMIN_KEY}")
     workers = [create_app(limited).test_client() for _ in range(2)]  # counted in one Redis
     seen = []
     for turn in range(4):
@@ -102,8 +99,8 @@ def test_each_key_has_its_own_limit_shared_by_every_worker(sample_settings: Sett
 
 
 def test_the_limit_lets_requests_through_when_redis_is_down(sample_settings: Settings) -> None:
-    down = dataclasses.replace(sample_settings, redis_url="redis://127.0.0.1:1/0",
-                               rate_limit="1/minute", api_keys=f"client:{CLIENT_KEY}")
+    down = sample_settings.replace(redis_url="redis://127.0.0.1:1/0",
+                                   rate_limit="1/minute", api_keys=f"client:{CLIENT_KEY}")
     client = create_app(down).test_client()
     for _ in range(3):  # search needs no Redis, so it keeps working, unlimited
         assert client.get("/v1/search?q=federated", headers=bearer(CLIENT_KEY)).status_code == 200

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import signal
@@ -122,7 +121,7 @@ def test_feedback_writes_are_counted_by_action(app: Flask, sample_settings: Sett
 
 
 def test_redis_errors_are_counted(sample_settings: Settings) -> None:
-    dead = dataclasses.replace(sample_settings, redis_url=f"redis://127.0.0.1:{free_port()}/0")
+    dead = sample_settings.replace(redis_url=f"redis://127.0.0.1:{free_port()}/0")
     client = create_app(dead).test_client()
     paper_id = paper_ids_about(sample_settings, "federated")[0]
     before = scrape(client)
@@ -176,8 +175,7 @@ def test_gauges_are_zero_without_an_index(settings: Settings) -> None:
 
 
 def test_metrics_need_an_admin_key_when_keys_are_configured(sample_settings: Settings) -> None:
-    keyed = dataclasses.replace(sample_settings,
-                                api_keys=f"client:{CLIENT_KEY},admin:{ADMIN_KEY}")
+    keyed = sample_settings.replace(api_keys=f"client:{CLIENT_KEY},admin:{ADMIN_KEY}")
     client = create_app(keyed).test_client()
     before = scrape(client, ADMIN_KEY)
     assert client.get("/metrics").status_code == 401
