@@ -13,8 +13,7 @@ import pytest
 import recommender.index.store
 from recommender.index.content_space import build_content_space, centre_query
 from recommender.index.paper_index import PaperIndex
-from recommender.index.store import MAX_ADDED_FRACTION
-from recommender.index.store import IndexStore
+from recommender.index.store import MAX_ADDED_FRACTION, IndexStore
 from recommender.ranking.rank import RankingContext, rank
 
 DIM = 32
