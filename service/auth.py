@@ -14,16 +14,14 @@ import hashlib
 import hmac
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from flask import Flask, Response, g, request
 
-from recommender.core.errors import Forbidden, InvalidInput, RateLimited, Unauthorized
+from recommender.core.config import api_key_entries
+from recommender.core.errors import Forbidden, RateLimited, Unauthorized
 
 from .access import access_of
 from .rate_limit import RateLimiter
-
-ROLES = ("client", "admin")
 
 
 @dataclass(frozen=True)
@@ -32,21 +30,10 @@ class ApiKeys:
 
     @classmethod
     def parse(cls, inline: str, file: str) -> ApiKeys:
-        lines = [part.strip() for part in inline.split(",")]
-        if file:
-            try:
-                text = Path(file).read_text()
-            except OSError as exc:
-                raise InvalidInput(f"PAPERREC_API_KEYS_FILE: cannot read {file}: {exc}") from exc
-            lines += [line.split("#", 1)[0].strip() for line in text.splitlines()]
-        entries = []
-        for line in filter(None, lines):
-            role, _, key = line.partition(":")
-            if role not in ROLES or len(key) < 16:
-                raise InvalidInput(f"API key entries are role:key with role client or admin and "
-                                   f"a key of at least 16 characters; got {role!r}:…")
-            entries.append((hashlib.sha256(key.encode()).digest(), role))
-        return cls(tuple(entries))
+        """The keys of ``PAPERREC_API_KEYS`` and ``PAPERREC_API_KEYS_FILE``, each checked by
+        the settings' rule; InvalidInput naming the variable (and file line) if one breaks it."""
+        return cls(tuple((hashlib.sha256(key.encode()).digest(), role)
+                         for role, key in api_key_entries(inline, file)))
 
     def __bool__(self) -> bool:
         return bool(self.digests)

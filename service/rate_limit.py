@@ -8,16 +8,15 @@ limit across a window boundary; in exchange a request costs one round trip.
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
 
 import redis
 
+from recommender.core.config import RATE_WINDOWS, parse_rate_limit
 from recommender.core.errors import InvalidInput
 from recommender.storage.redis_keys import RedisKeys
 
 log = logging.getLogger(__name__)
-WINDOWS = {"second": 1, "minute": 60, "hour": 3600}
 
 
 @dataclass(frozen=True)
@@ -27,18 +26,16 @@ class Limit:
 
     @classmethod
     def parse(cls, text: str) -> Limit | None:
-        """``600/minute`` (also second or hour); ``off`` or ``0`` for no limit."""
-        text = text.strip().lower()
-        if text in ("", "off", "0"):
-            return None
-        found = re.fullmatch(r"(\d+)\s*/\s*(second|minute|hour)", text)
-        if not found or int(found[1]) < 1:
-            raise InvalidInput(f"PAPERREC_RATE_LIMIT must look like 600/minute (or /second, "
-                               f"/hour), or be off; got {text!r}")
-        return cls(int(found[1]), WINDOWS[found[2]])
+        """``600/minute`` (also second or hour); ``off`` or ``0`` for no limit. The rule is the
+        setting's (``PAPERREC_RATE_LIMIT``), in recommender/core/config.py."""
+        try:
+            found = parse_rate_limit(text)
+        except ValueError as exc:
+            raise InvalidInput(f"PAPERREC_RATE_LIMIT: {exc}") from None
+        return cls(*found) if found else None
 
     def __str__(self) -> str:
-        unit = next(name for name, seconds in WINDOWS.items() if seconds == self.seconds)
+        unit = next(name for name, seconds in RATE_WINDOWS.items() if seconds == self.seconds)
         return f"{self.requests}/{unit}"
 
 

@@ -17,7 +17,7 @@ The fixtures, by what a test needs:
 
 - settings: ``settings`` (empty data dir), ``sample_settings`` (the 38 sample papers,
   indexed), ``model_sample_settings`` (the same, indexed by the real model);
-  ``unreachable_redis_url`` to swap in with ``dataclasses.replace``;
+  ``unreachable_redis_url`` to swap in with ``settings.replace(redis_url=...)``;
 - the service: ``client``, ``app``, ``make_app(settings)``;
 - REST steps: ``like(client, user, paper, signal="like")``,
   ``paper_ids_about(settings, word)``;

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 
 import pytest
@@ -38,7 +37,7 @@ def test_not_ready_when_redis_is_unreachable(
     sample_settings: Settings, unreachable_redis_url: str,
     make_app: Callable[[Settings], Flask],
 ) -> None:
-    dead = dataclasses.replace(sample_settings, redis_url=unreachable_redis_url)
+    dead = sample_settings.replace(redis_url=unreachable_redis_url)
     client = make_app(dead).test_client()
     response = client.get("/readyz")
     assert response.status_code == 503 and "Redis" in response.json["error"]["message"]

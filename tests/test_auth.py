@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 
 import pytest
@@ -27,8 +26,7 @@ def bearer(key: str) -> dict[str, str]:
 @pytest.fixture
 def client(sample_settings: Settings, make_app: MakeApp) -> FlaskClient:
     """The service with a client key and an admin key."""
-    keyed = dataclasses.replace(sample_settings,
-                                api_keys=f"client:{CLIENT_KEY},admin:{ADMIN_KEY}")
+    keyed = sample_settings.replace(api_keys=f"client:{CLIENT_KEY},admin:{ADMIN_KEY}")
     return make_app(keyed).test_client()
 
 
@@ -87,7 +85,7 @@ def test_a_bad_rate_limit_says_what_it_should_look_like(text: str) -> None:
 def test_each_key_has_its_own_limit_shared_by_every_worker(
     sample_settings: Settings, make_app: MakeApp
 ) -> None:
-    limited = dataclasses.replace(sample_settings, rate_limit="3/minute",
+    limited = sample_settings.replace(rate_limit="3/minute",
                                   api_keys=f"client:{CLIENT_KEY},admin:{ADMIN_KEY}")
     workers = [make_app(limited).test_client() for _ in range(2)]  # counted in one Redis
     seen = []
@@ -107,7 +105,7 @@ def test_each_key_has_its_own_limit_shared_by_every_worker(
 def test_the_limit_lets_requests_through_when_redis_is_down(
     sample_settings: Settings, unreachable_redis_url: str, make_app: MakeApp
 ) -> None:
-    down = dataclasses.replace(sample_settings, redis_url=unreachable_redis_url,
+    down = sample_settings.replace(redis_url=unreachable_redis_url,
                                rate_limit="1/minute", api_keys=f"client:{CLIENT_KEY}")
     client = make_app(down).test_client()
     for _ in range(3):  # search needs no Redis, so it keeps working, unlimited

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
+from recommender.core.config import Settings
 from service.auth import ApiKeys
 from service.cli import main as paperrec_main
 
@@ -162,9 +163,8 @@ def test_readme_lists_every_service_with_its_published_ports() -> None:
 
 
 def settings_variables() -> set[str]:
-    """Every environment variable Settings.from_env reads."""
-    source = (ROOT / "recommender" / "core" / "config.py").read_text()
-    return set(re.findall(r'(?:environ\.get|_env_\w+)\("([A-Z0-9_]+)"', source))
+    """Every environment variable the settings declare (Settings.from_env reads)."""
+    return {Settings.variable(name) for name in Settings.model_fields}
 
 
 def test_readme_variables_are_the_compose_defaults() -> None:
@@ -183,9 +183,8 @@ def test_readme_variables_are_the_compose_defaults() -> None:
 
 
 def test_every_deployment_variable_is_used() -> None:
-    """Each variable is read by the settings (recommender/core/config.py), by the script of a
-    service that has it in its environment, or by the compose file itself (ports)."""
-    config_source = (ROOT / "recommender" / "core" / "config.py").read_text()
+    """Each variable is declared by the settings, read by the script of a service that has it
+    in its environment, or read by the compose file itself (ports)."""
     raw = yaml.safe_load(COMPOSE_TEXT.replace("$$", "_"))["services"]
     outside_environment = str([{k: v for k, v in service.items() if k != "environment"}
                                for service in raw.values()])
@@ -195,7 +194,7 @@ def test_every_deployment_variable_is_used() -> None:
                       and re.search(rf"\${{?{name}\b", script(service))]
         for service in in_scripts:
             assert name in environment(service), f"{service} uses {name} but is not given it"
-        used = f'"{name}"' in config_source or in_scripts or f"${{{name}" in outside_environment
+        used = name in settings_variables() or in_scripts or f"${{{name}" in outside_environment
         assert used, f"{name} is documented but nothing reads it"
 
 

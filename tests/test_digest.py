@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import email
 import email.policy
 import re
@@ -62,8 +61,8 @@ def inbox() -> Iterator[Inbox]:
 
 @pytest.fixture
 def mail_settings(sample_settings: Settings, inbox: Inbox) -> Settings:
-    return dataclasses.replace(sample_settings, smtp_url=f"smtp://127.0.0.1:{inbox.port}",  # type: ignore[attr-defined]
-                               public_url="http://paperrec.test")
+    return sample_settings.replace(smtp_url=f"smtp://127.0.0.1:{inbox.port}",  # type: ignore[attr-defined]
+                                   public_url="http://paperrec.test")
 
 
 def send(settings: Settings, now: float, dry_run_dir: Path | None = None) -> DigestSummary:

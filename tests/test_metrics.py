@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import signal
@@ -124,7 +123,7 @@ def test_redis_errors_are_counted(
     sample_settings: Settings, unreachable_redis_url: str,
     make_app: Callable[[Settings], Flask], paper_ids_about: PapersAbout,
 ) -> None:
-    dead = dataclasses.replace(sample_settings, redis_url=unreachable_redis_url)
+    dead = sample_settings.replace(redis_url=unreachable_redis_url)
     client = make_app(dead).test_client()
     paper_id = paper_ids_about(sample_settings, "federated")[0]
     before = scrape(client)
@@ -184,8 +183,7 @@ def test_gauges_are_zero_without_an_index(
 def test_metrics_need_an_admin_key_when_keys_are_configured(
     sample_settings: Settings, make_app: Callable[[Settings], Flask]
 ) -> None:
-    keyed = dataclasses.replace(sample_settings,
-                                api_keys=f"client:{CLIENT_KEY},admin:{ADMIN_KEY}")
+    keyed = sample_settings.replace(api_keys=f"client:{CLIENT_KEY},admin:{ADMIN_KEY}")
     client = make_app(keyed).test_client()
     before = scrape(client, ADMIN_KEY)
     assert client.get("/metrics").status_code == 401

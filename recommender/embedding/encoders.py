@@ -36,14 +36,14 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from recommender.core.config import DEFAULT_EMBED_BACKEND as DEFAULT_BACKEND
-from recommender.core.errors import InvalidInput
+from recommender.core.config import EMBED_BACKENDS, Settings
 from recommender.embedding.models import load_model
 from recommender.embedding.onnx_export import exported
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
-BACKENDS = ("torch", "onnx", "onnx-int8")
+BACKENDS = EMBED_BACKENDS
 # Texts per ONNX batch: at most the batch size, and at most this many tokens, so a batch of
 # long abstracts stays small (attention is quadratic in length; small batches stay in cache).
 TOKENS_PER_BATCH = 2048
@@ -104,10 +104,9 @@ def vector_key(model: str, backend: str) -> str:
 
 
 def check_backend(backend: str) -> str:
-    if backend not in BACKENDS:
-        raise InvalidInput(f"unknown embedding backend {backend!r}; set PAPERREC_EMBED_BACKEND "
-                           f"to one of {', '.join(BACKENDS)}")
-    return backend
+    """The backend, if it is one; InvalidInput naming PAPERREC_EMBED_BACKEND if not (the
+    setting's own rule)."""
+    return str(Settings.check("embed_backend", backend))
 
 
 def default_export_dir() -> Path:
