@@ -56,8 +56,7 @@ def build(settings: Settings, *, embedder: TextEncoder | None = None) -> Compone
     client = connect(settings)
     keys = RedisKeys(settings.redis_namespace)
     corpus = CorpusStore(settings.corpus_path)
-    encoder = embedder or shared_embedder(settings.model, settings.embed_batch_size,
-                                          settings.embed_backend)
+    encoder = embedder or configured_embedder(settings)
     index_store = IndexStore(settings.index_dir)
     index = LiveIndex(index_store, settings.index_check_seconds)
     models = VersionedDir(settings.collaborative_dir)
@@ -79,3 +78,9 @@ def build(settings: Settings, *, embedder: TextEncoder | None = None) -> Compone
         digest=DigestJob(recommender, subscriptions, feedback, corpus, links,
                          settings.public_url, settings.mail_from),
     )
+
+
+def configured_embedder(settings: Settings) -> TextEncoder:
+    """The model the settings name, on their backend (loaded on first use, once a process);
+    all the offline evaluation needs of the parts."""
+    return shared_embedder(settings.model, settings.embed_batch_size, settings.embed_backend)

@@ -229,7 +229,7 @@ def _evaluate(args: argparse.Namespace, settings: Settings) -> int:
     if problems > MAX_PROBLEMS_SHOWN:
         print(f"... and {problems - MAX_PROBLEMS_SHOWN} more problems", file=sys.stderr)
     result = runner.run_evaluation(data, args.methods, args.seed, settings,
-                                   wiring.build(settings).embedder, progress=not args.quiet,
+                                   wiring.configured_embedder(settings), progress=not args.quiet,
                                    index=args.index)
     runner.write_report(result, args.json)
     print(runner.render_table(result))
