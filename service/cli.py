@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import logging
+import math
 import os
 import shutil
 import sys
@@ -153,6 +154,13 @@ methods:
   popular     training likes per paper, the same list for every user
   content     mean cosine of the paper embeddings to the liked papers (zotero-arxiv-daily)
   content-max the same with the best cosine instead of the mean
+  content-centred
+              the strongest simple baseline: the same mean cosine over centred embeddings
+              (the corpus mean subtracted, renormalised); no CF, popularity or neighbours
+  content-augmented
+              the same over the service's content space: centred vectors blended with
+              their neighbours, each liked paper expanded with its neighbours; no CF or
+              popularity
   cf          collaborative filtering alone (CollaborativeModel)
   tfidf-svm   arxiv-sanity: TF-IDF and a linear SVM per user (sampled negatives)
   hybrid      the production ranking (what the service serves)
@@ -163,6 +171,14 @@ hybrid ranks through the service's own ranking context, over an index version bu
 chooses), exact (every paper is scored), or hnsw (only the candidates the HNSW index finds
 are scored: the path served for large corpora, measurable on a small dataset). The report
 says which kind was used ("index" in "dataset").
+
+--new-papers FRACTION: the new-papers protocol. That fraction of the papers, chosen at
+random from --seed, becomes new: every training like of theirs moves to the test set (they
+stay in the corpus: their content is known, nobody has liked them). The usual figures are
+reported on this split, and also the ranking of the new papers among themselves, as a digest
+ranks its candidates: for each user with a new paper in test, only the new papers are
+ranked; Recall@10, Recall@20, nDCG@10, nDCG@20 over the user's new test papers ("new_papers"
+in the JSON, beside "methods"; "new_papers_fraction" in "dataset").
 """
 
 
@@ -174,6 +190,16 @@ def _add_evaluate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             problem = f"unknown method {unknown[0]!r}" if unknown else "no method named"
             raise argparse.ArgumentTypeError(f"{problem}; choose from {','.join(METHOD_NAMES)}")
         return list(dict.fromkeys(names))
+
+    def fraction(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not 0 < value < 1:  # NaN fails too
+            raise argparse.ArgumentTypeError(
+                f"expected a fraction between 0 and 1 (exclusive), such as 0.2; got {text!r}")
+        return value
 
     evaluate = sub.add_parser(
         "evaluate", help="measure recommendation methods on held-out likes",
@@ -193,6 +219,9 @@ def _add_evaluate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     evaluate.add_argument("--index", choices=INDEX_KINDS, default="auto",
                           help="the index hybrid ranks through: auto (by corpus size, as the "
                           "service), exact or hnsw (default: auto)")
+    evaluate.add_argument("--new-papers", type=fraction, default=None, metavar="FRACTION",
+                          help="make this fraction of the papers new (no training likes) and "
+                          "also rank the new papers among themselves (see above)")
     evaluate.add_argument("--quiet", action="store_true", help="no progress bars")
     evaluate.set_defaults(run=_evaluate)
 
@@ -230,7 +259,7 @@ def _evaluate(args: argparse.Namespace, settings: Settings) -> int:
         print(f"... and {problems - MAX_PROBLEMS_SHOWN} more problems", file=sys.stderr)
     result = runner.run_evaluation(data, args.methods, args.seed, settings,
                                    wiring.configured_embedder(settings), progress=not args.quiet,
-                                   index=args.index)
+                                   index=args.index, new_papers=args.new_papers)
     runner.write_report(result, args.json)
     print(runner.render_table(result))
     print(f"evaluate: wrote {args.json}")

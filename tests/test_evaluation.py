@@ -6,6 +6,7 @@ import json
 import math
 import zlib
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -13,9 +14,14 @@ import pytest
 
 from recommender.core.config import Settings
 from recommender.embedding.encoders import shared_embedder
-from recommender.evaluation.dataset import Dataset, load_dataset, paper_vectors
+from recommender.evaluation.dataset import (
+    Dataset,
+    load_dataset,
+    paper_vectors,
+    with_new_papers,
+)
 from recommender.evaluation.methods import METHOD_NAMES, TfidfSvm, TopRows, make_method
-from recommender.evaluation.metrics import top_rows, user_metrics
+from recommender.evaluation.metrics import new_paper_metrics, top_rows, user_metrics
 from recommender.evaluation.runner import run_evaluation
 from recommender.index.paper_index import PaperIndex
 from service.cli import main
@@ -302,3 +308,177 @@ def test_auto_picks_the_index_kind_the_service_would_by_corpus_size(tmp_path: Pa
         kinds[most] = report["dataset"]["index"]
         assert report["methods"]["hybrid"]["ndcg@20"] == 1.0
     assert kinds == {1_500: "exact", 1_499: "hnsw"}
+
+
+class OffsetEmbedder:
+    """Vectors without the model, sharing one large offset (as raw sentence embeddings share
+    a common direction): "liked" is offset + e1; "target" is offset + 0.5 e1 + e2 (the one
+    paper on the liked topic); "decoy" is the offset alone (on no topic: a little noise);
+    every other text is offset + a direction of its own, away from e1 and e2. Raw cosine
+    ranks the decoy above the target (0.949 against 0.938); once the corpus mean is
+    subtracted, the target is the only paper near the liked one."""
+
+    variant = "test-offset"
+    DIM = 64
+    OFFSET = 3.0
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        rows = []
+        for text in texts:
+            vector = np.zeros(self.DIM)
+            vector[0] = self.OFFSET
+            noise = np.random.default_rng(zlib.crc32(text.encode())).normal(size=self.DIM)
+            if text == "liked":
+                vector[1] = 1.0
+            elif text == "target":
+                vector[1], vector[2] = 0.5, 1.0
+            elif text == "decoy":
+                vector[3:] += 0.01 * noise[3:]
+            else:
+                vector[3:] += noise[3:] / np.linalg.norm(noise[3:])
+            rows.append(vector / np.linalg.norm(vector))
+        return np.asarray(rows, dtype=np.float32)
+
+
+def offset_case(tmp_path: Path) -> Dataset:
+    papers = [("liked", "liked"), ("target", "target"), ("decoy", "decoy")]
+    papers += [(f"f{i}", f"filler {i}") for i in range(40)]
+    return load_dataset(*write_dataset(tmp_path, papers, ["u\tliked"], ["u\ttarget"]))
+
+
+def test_only_the_centred_methods_see_past_a_shared_offset(tmp_path: Path) -> None:
+    data = offset_case(tmp_path)
+    names = ["content", "content-centred", "content-augmented"]
+    report = run_evaluation(data, names, 0, Settings(data_dir=tmp_path / "var"),
+                            OffsetEmbedder(), progress=False)
+    vectors = paper_vectors(data.papers, OffsetEmbedder(),
+                            Settings(data_dir=tmp_path / "var").embedding_cache_path,
+                            progress=False)[0]
+    liked = data.train[0]
+    firsts = {}
+    for name in names:
+        method = make_method(name, seed=0)
+        method.fit(data, vectors)
+        firsts[name] = [data.paper_ids[r] for r in top_rows(method.scores(liked), liked)[:2]]
+    assert firsts["content"] == ["decoy", "target"]  # the raw cosine is fooled
+    assert firsts["content-centred"][0] == firsts["content-augmented"][0] == "target"
+    assert report["methods"]["content"]["ndcg@20"] == pytest.approx(1 / math.log2(3))
+    assert report["methods"]["content-centred"]["ndcg@20"] == 1.0
+    assert report["methods"]["content-augmented"]["ndcg@20"] == 1.0
+
+
+def test_new_paper_metrics_of_a_hand_computed_ranking() -> None:
+    # the user's two new test papers, 7 and 9, ranked 2nd and 12th among the new papers
+    ranked = np.array([5, 7, 1, 2, 3, 4, 6, 8, 10, 11, 9, 12])
+    metrics = new_paper_metrics(ranked, np.array([7, 9]))
+    ideal = 1 + 1 / math.log2(3)
+    assert metrics.tolist() == pytest.approx([
+        1 / 2, 2 / 2, (1 / math.log2(3)) / ideal, (1 / math.log2(3) + 1 / math.log2(12)) / ideal])
+    scores = np.arange(10, dtype=np.float64)  # row 9 scores best
+    assert top_rows(scores, np.array([8]), 3, among=np.array([2, 8, 5, 7])).tolist() == [7, 5, 2]
+    assert top_rows(TopRows(np.array([9, 7, 3, 5])), np.array([3]), 5,
+                    among=np.array([3, 5, 7])).tolist() == [7, 5]
+
+
+def test_new_papers_lose_every_training_like_to_the_test_set(tmp_path: Path) -> None:
+    papers = [(f"p{i:02d}", f"Paper number {i}") for i in range(30)]
+    train = [f"u{u}\tp{(u * 7 + j) % 30:02d}" for u in range(10) for j in range(4)]
+    test = [f"u{u}\tp{(u * 7 + 5) % 30:02d}" for u in range(10)]
+    data = load_dataset(*write_dataset(tmp_path, papers, train, test))
+    split = with_new_papers(data, 0.2, seed=0)
+    assert split.new_rows is not None and len(split.new_rows) == 6  # 20% of 30 papers
+    new = set(split.new_rows.tolist())
+    moved = 0
+    for user in range(len(data.users)):
+        before_train, after_train = set(data.train[user]), set(split.train[user])
+        assert not after_train & new  # nobody has liked a new paper in training
+        assert after_train == before_train - new
+        assert set(split.test[user]) == set(data.test[user]) | (before_train & new)
+        moved += len(before_train & new)
+    assert moved > 0 and split.summary()["moved_to_test"] == moved
+    assert split.summary()["new_papers_fraction"] == 0.2
+    assert data.summary()["new_papers_fraction"] is None  # the original is left alone
+    assert np.array_equal(with_new_papers(data, 0.2, seed=0).new_rows, split.new_rows)
+    assert not np.array_equal(with_new_papers(data, 0.2, seed=1).new_rows, split.new_rows)
+
+
+def new_duplicates_case(tmp_path: Path) -> Dataset:
+    """``near_duplicates_case`` plus a third copy, "pair i c", of each pair: user i liked
+    "pair i a"; "pair i b" is new (and held out), "pair i c" is not new; 100 unrelated papers
+    are new too. Among the new papers, the held-out b must come first for every user."""
+    papers = [(f"{pid}{i}", f"pair {i} {pid}") for i in range(50) for pid in "abc"]
+    papers += [(f"x{i}", f"unrelated {i}") for i in range(1_400)]
+    data = load_dataset(*write_dataset(tmp_path, papers, [f"u{i}\ta{i}" for i in range(50)],
+                                       [f"u{i}\tb{i}" for i in range(50)]))
+    row = {pid: r for r, pid in enumerate(data.paper_ids)}
+    new = sorted([row[f"b{i}"] for i in range(50)] + [row[f"x{i}"] for i in range(100)])
+    return replace(data, new_rows=np.array(new, dtype=np.int64), new_papers_fraction=0.1)
+
+
+def test_the_held_out_new_paper_ranks_first_among_the_new_ones(tmp_path: Path) -> None:
+    data = new_duplicates_case(tmp_path)
+    names = ["popular", "content", "content-centred", "content-augmented", "hybrid"]
+    report = run_evaluation(data, names, 0, Settings(data_dir=tmp_path / "var"),
+                            WordEmbedder(), progress=False)
+    assert set(report) == {"methods", "new_papers", "dataset", "seed"}
+    assert report["dataset"]["new_papers"] == 150
+    for name in names[1:]:
+        assert report["new_papers"][name] == {"recall@10": 1.0, "recall@20": 1.0,
+                                              "ndcg@10": 1.0, "ndcg@20": 1.0, "users": 50}
+    # Popularity knows nothing of new papers: every one has no like, ties go to the lower row.
+    assert report["new_papers"]["popular"]["recall@20"] < 1.0
+
+
+def test_hybrid_ranks_only_the_new_papers_when_asked(tmp_path: Path) -> None:
+    data = new_duplicates_case(tmp_path)
+    assert data.new_rows is not None
+    settings = Settings(data_dir=tmp_path / "var")
+    hybrid = make_method("hybrid", seed=0)
+    hybrid.fit(data, paper_vectors(data.papers, WordEmbedder(), settings.embedding_cache_path,
+                                   progress=False)[0])
+    liked = data.train[0]  # liked a0: b0 and c0 are its near duplicates
+    everything = hybrid.scores(liked)
+    among = hybrid.scores(liked, among=data.new_rows)
+    assert isinstance(everything, TopRows) and isinstance(among, TopRows)
+    assert {data.paper_ids[r] for r in everything.rows[:2]} == {"b0", "c0"}
+    assert set(among.rows.tolist()) <= set(data.new_rows.tolist())
+    assert len(among.rows) == 150 and data.paper_ids[among.rows[0]] == "b0"
+
+
+def test_the_command_reports_new_papers_beside_the_methods(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Each user liked one paper of their own in training and holds nothing out: every user
+    # whose paper is made new has it, and only it, in test.
+    papers, train, test = write_dataset(tmp_path, TOPICS, [f"u{pid}\t{pid}" for pid, _ in TOPICS],
+                                        [])
+    out = tmp_path / "out.json"
+    code = main(["evaluate", "--papers", str(papers), "--train", str(train), "--test", str(test),
+                 "--methods", "popular,cf", "--new-papers", "0.5", "--seed", "3",
+                 "--json", str(out), "--quiet"])
+    stdout = capsys.readouterr().out
+    assert code == 0 and "new papers only" in stdout
+    report = json.loads(out.read_text())
+    assert list(report) == ["methods", "new_papers", "dataset", "seed"] and report["seed"] == 3
+    assert report["dataset"]["new_papers_fraction"] == 0.5
+    assert report["dataset"]["new_papers"] == 4 and report["dataset"]["moved_to_test"] == 4
+    assert list(report["new_papers"]) == ["popular", "cf"]
+    for method, result in report["new_papers"].items():
+        assert set(result) == {"recall@10", "recall@20", "ndcg@10", "ndcg@20", "users"}
+        assert result["users"] == 4 == report["methods"][method]["users"]
+        # four new papers: each user's one is in the top 10 of them whatever the order
+        assert result["recall@10"] == result["recall@20"] == 1.0
+
+
+@pytest.mark.parametrize("fraction", ["0", "1", "-0.2", "1.5", "nan", "a fifth"])
+def test_the_command_rejects_a_fraction_of_new_papers_outside_0_1(
+    fraction: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    papers, train, test = write_dataset(tmp_path, TOPICS, ["u\tq1"], ["u\tq3"])
+    with pytest.raises(SystemExit) as exit_:
+        main(["evaluate", "--papers", str(papers), "--train", str(train), "--test", str(test),
+              "--methods", "popular", "--new-papers", fraction, "--json", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2
+    assert "--new-papers" in err and "between 0 and 1 (exclusive)" in err
+    assert not (tmp_path / "o").exists()

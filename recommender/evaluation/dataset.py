@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -28,6 +28,10 @@ class Dataset:
     rejected_papers: int = 0
     skipped_interactions: int = 0  # malformed lines and lines naming unknown papers
     test_in_train: int = 0  # test likes dropped because the user's training set has them
+    # The new-papers protocol (``with_new_papers``): rows without any training like, sorted.
+    new_rows: np.ndarray | None = None
+    new_papers_fraction: float | None = None
+    moved_to_test: int = 0  # training likes of the new papers, moved to the test set
 
     @cached_property
     def paper_ids(self) -> list[str]:
@@ -45,7 +49,7 @@ class Dataset:
         return {user: [ids[r] for r in rows]
                 for user, rows in zip(self.users, self.train, strict=True) if len(rows)}
 
-    def summary(self) -> dict[str, int]:
+    def summary(self) -> dict[str, int | float | None]:
         return {
             "papers": len(self.papers),
             "users": len(self.users),
@@ -55,7 +59,33 @@ class Dataset:
             "rejected_papers": self.rejected_papers,
             "skipped_interactions": self.skipped_interactions,
             "test_in_train": self.test_in_train,
+            "new_papers_fraction": self.new_papers_fraction,
+            "new_papers": 0 if self.new_rows is None else len(self.new_rows),
+            "moved_to_test": self.moved_to_test,
         }
+
+
+def with_new_papers(data: Dataset, fraction: float, seed: int) -> Dataset:
+    """The dataset with ``fraction`` of its papers made new: chosen at random (``seed``),
+    every training like of theirs moved to the test set, so no method learns from a like of
+    them. They stay in the corpus (their content is known), as a new paper is in a digest.
+    """
+    if not 0 < fraction < 1:
+        raise InvalidInput(f"the fraction of new papers must be between 0 and 1 (exclusive), "
+                           f"got {fraction}")
+    if data.new_rows is not None:
+        raise InvalidInput("this dataset already has new papers")
+    n = len(data.papers)
+    count = min(n, max(1, round(fraction * n)))
+    new = np.sort(np.random.default_rng(seed).choice(n, count, replace=False))
+    train, test = [], []
+    for liked, held in zip(data.train, data.test, strict=True):
+        is_new = np.isin(liked, new)
+        train.append(liked[~is_new])
+        test.append(np.union1d(held, liked[is_new]).astype(np.int64))
+    moved = sum(len(liked) for liked in data.train) - sum(len(liked) for liked in train)
+    return replace(data, train=train, test=test, new_rows=new.astype(np.int64),
+                   new_papers_fraction=fraction, moved_to_test=moved)
 
 
 def load_dataset(

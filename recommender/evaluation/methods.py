@@ -3,20 +3,30 @@
 A method is fitted once on the training likes, then asked for one user at a time: given the
 rows of the papers the user liked, it returns a score for every paper (higher is better;
 ``-inf`` allowed) or, when it ranks for itself, ``TopRows``. The runner (``runner``) removes
-the user's training papers and takes the top ``DEPTH``.
+the user's training papers and takes the top ``DEPTH``. Asked to rank only ``among`` some
+rows (the new papers of the new-papers protocol), a method that scores every paper may
+ignore it (the runner keeps only those rows); one that ranks for itself must rank them.
 
 - ``popular``: training likes per paper, the same list for everyone.
 - ``content``: the plain embedding baseline of tools like zotero-arxiv-daily: each paper's
   mean cosine to the liked papers (zotero-arxiv-daily weights recent likes more; these
   datasets have no like times). ``content-max``, the best cosine, is kept for comparison:
   the mean does better on citeulike-a P10.
+- ``content-centred``: the same over centred embeddings (the corpus mean subtracted, then
+  unit length): the strongest simple baseline (DESIGN.md), since raw sentence embeddings
+  share a large common direction that dominates their cosines.
+- ``content-augmented``: the same over the service's content space (``index.content_space``:
+  centred, neighbour-augmented vectors), each liked paper querying with its neighbours
+  (query expansion); no collaborative filtering, no popularity.
 - ``cf``: collaborative filtering alone (``CollaborativeModel``).
 - ``tfidf-svm``: the arxiv-sanity method: TF-IDF over title + abstract and a linear SVM per
   user, liked papers against a sample of the others.
 - ``hybrid``: the production ranking (``ranking.rank.rank``) over the context the service
   builds (``ranking.context.context_for``) from an index version published the way
   ``paperrec rebuild-index`` publishes one: over an approximate (HNSW) index it scores only
-  the candidates the index finds, as the service does for large corpora.
+  the candidates the index finds, as the service does for large corpora. Among the new
+  papers, it ranks as a digest does: ``rank`` with ``since_day``, the new papers dated after
+  the rest.
 """
 
 from __future__ import annotations
@@ -24,7 +34,7 @@ from __future__ import annotations
 import sys
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -34,6 +44,12 @@ from scipy import sparse
 
 from recommender.core.config import EXACT_INDEX_MAX
 from recommender.core.errors import InvalidInput
+from recommender.index.content_space import (
+    ContentSpace,
+    build_content_space,
+    expand_queries,
+    normalise,
+)
 from recommender.index.store import IndexStore
 from recommender.ranking.collaborative import CollaborativeModel
 from recommender.ranking.context import context_for
@@ -58,6 +74,8 @@ SVM_NEGATIVES = 2_000
 INDEX_KINDS = ("auto", "exact", "hnsw")
 # Labels the temporary index version in its meta.json (the vectors come from the runner).
 EVALUATION_MODEL = "offline-evaluation"
+# ``Hybrid`` ranks the new papers as a digest of the papers since this day (the others: day 0).
+DIGEST_DAY = 1.0
 
 
 @dataclass
@@ -73,7 +91,8 @@ class Method(Protocol):
 
     def fit(self, data: Dataset, vectors: np.ndarray | None) -> None: ...
 
-    def scores(self, liked: np.ndarray) -> np.ndarray | TopRows: ...
+    def scores(self, liked: np.ndarray,
+               among: np.ndarray | None = None) -> np.ndarray | TopRows: ...
 
 
 def _require(vectors: np.ndarray | None) -> np.ndarray:
@@ -92,29 +111,59 @@ class Popular:
     def fit(self, data: Dataset, vectors: np.ndarray | None) -> None:
         self._counts = data.like_counts.astype(np.float64)
 
-    def scores(self, liked: np.ndarray) -> np.ndarray:
+    def scores(self, liked: np.ndarray, among: np.ndarray | None = None) -> np.ndarray:
         return self._counts
 
 
 class ContentSimilarity:
-    """Cosine of each paper to the liked papers, aggregated by mean (or max) over the likes."""
+    """Cosine of each paper to the liked papers, aggregated by mean (or max) over the likes;
+    ``centred``: over the embeddings minus their corpus mean, renormalised."""
 
     needs_vectors = True
 
-    def __init__(self, seed: int, aggregate: Literal["mean", "max"] = "mean") -> None:
-        self.name = "content" if aggregate == "mean" else f"content-{aggregate}"
+    def __init__(self, seed: int, aggregate: Literal["mean", "max"] = "mean",
+                 centred: bool = False) -> None:
+        self.name = "content" + ("-centred" if centred else "") + (
+            "" if aggregate == "mean" else f"-{aggregate}")
         self._aggregate = aggregate
+        self._centred = centred
         self._vectors = np.zeros((0, 0), np.float32)
 
     def fit(self, data: Dataset, vectors: np.ndarray | None) -> None:
         self._vectors = _require(vectors)
+        if self._centred:
+            self._vectors = normalise(self._vectors - self._vectors.mean(axis=0))
 
-    def scores(self, liked: np.ndarray) -> np.ndarray:
+    def scores(self, liked: np.ndarray, among: np.ndarray | None = None) -> np.ndarray:
         if not len(liked):
             return np.zeros(len(self._vectors), np.float32)
         if self._aggregate == "mean":
             return self._vectors @ self._vectors[liked].mean(axis=0)
         return (self._vectors @ self._vectors[liked].T).max(axis=1)
+
+
+class AugmentedContent:
+    """Mean cosine to the liked papers in the service's content space: the vectors and
+    neighbour lists ``build_content_space`` makes (as an index build does), the liked papers
+    expanded with their neighbours (``expand_queries``, as ``rank`` does)."""
+
+    needs_vectors = True
+
+    def __init__(self, seed: int, exact_max: int = EXACT_INDEX_MAX) -> None:
+        self.name = "content-augmented"
+        self._exact_max = exact_max
+        self._space: ContentSpace | None = None
+
+    def fit(self, data: Dataset, vectors: np.ndarray | None) -> None:
+        self._space = build_content_space(_require(vectors), self._exact_max)
+
+    def scores(self, liked: np.ndarray, among: np.ndarray | None = None) -> np.ndarray:
+        assert self._space is not None, "fit first"
+        space = self._space
+        if not len(liked):
+            return np.zeros(len(space.vectors), np.float32)
+        queries = expand_queries(space.vectors, space.neighbours, space.neighbour_sims, liked)
+        return space.vectors @ queries.mean(axis=0)
 
 
 class Collaborative:
@@ -135,7 +184,7 @@ class Collaborative:
         row_of = {pid: row for row, pid in enumerate(self._ids)}
         self._rows = np.array([row_of[pid] for pid in self._model.item_ids], dtype=np.int64)
 
-    def scores(self, liked: np.ndarray) -> np.ndarray:
+    def scores(self, liked: np.ndarray, among: np.ndarray | None = None) -> np.ndarray:
         assert self._model is not None, "fit first"
         full = np.full(len(self._ids), -np.inf)
         full[self._rows] = self._model.scores_for([self._ids[r] for r in liked])
@@ -173,7 +222,7 @@ class TfidfSvm:
         except ValueError as exc:  # nothing left after stop words and df limits
             raise InvalidInput(f"tfidf-svm: cannot build TF-IDF features ({exc})") from exc
 
-    def scores(self, liked: np.ndarray) -> np.ndarray:
+    def scores(self, liked: np.ndarray, among: np.ndarray | None = None) -> np.ndarray:
         assert self._new_svm is not None, "fit first"
         n = self._features.shape[0]
         others = np.setdiff1d(np.arange(n), liked)
@@ -200,6 +249,7 @@ class Hybrid:
         self._seed = seed
         self._exact_max = exact_max
         self._context: RankingContext | None = None
+        self._digest: tuple[np.ndarray, RankingContext] | None = None  # (among, its context)
         self.index_kind: str | None = None  # "exact" or "hnsw" once fitted
 
     def fit(self, data: Dataset, vectors: np.ndarray | None) -> None:
@@ -213,11 +263,28 @@ class Hybrid:
         assert index.ids == data.paper_ids, "a full build keeps the papers' order"
         self.index_kind = str(index.meta["kind"])
         self._context = context_for(index, model, data.like_counts)
+        self._digest = None
 
-    def scores(self, liked: np.ndarray) -> TopRows:
+    def scores(self, liked: np.ndarray, among: np.ndarray | None = None) -> TopRows:
+        """The top ``DEPTH``; ``among``: of those rows only, ranked as a digest ranks the papers
+        that came out since the last one (``since_day``), here the rows ``among``."""
         assert self._context is not None, "fit first"
-        ranked = rank(self._context, liked=liked, disliked=np.zeros(0, np.int64), k=DEPTH)
+        nothing = np.zeros(0, np.int64)
+        if among is None:
+            return TopRows(rank(self._context, liked=liked, disliked=nothing, k=DEPTH).rows)
+        ranked = rank(self._dated(among), liked=liked, disliked=nothing, k=DEPTH,
+                      since_day=DIGEST_DAY)
         return TopRows(ranked.rows)
+
+    def _dated(self, among: np.ndarray) -> RankingContext:
+        """The context with the rows ``among`` dated ``DIGEST_DAY`` and the others before
+        (built once per set of rows)."""
+        assert self._context is not None, "fit first"
+        if self._digest is None or not np.array_equal(self._digest[0], among):
+            dates = np.zeros(len(self._context.item_ids))
+            dates[among] = DIGEST_DAY
+            self._digest = (np.array(among), replace(self._context, dates=dates))
+        return self._digest[1]
 
 
 def exact_max_for(index: str, exact_index_max: int) -> int:
@@ -228,12 +295,15 @@ def exact_max_for(index: str, exact_index_max: int) -> int:
     return {"auto": exact_index_max, "exact": sys.maxsize, "hnsw": 0}[index]
 
 
-_FACTORIES: dict[str, Callable[[int], Method]] = {
-    "popular": Popular,
-    "content": ContentSimilarity,
-    "content-max": lambda seed: ContentSimilarity(seed, aggregate="max"),
-    "cf": Collaborative,
-    "tfidf-svm": TfidfSvm,
+# name -> (seed, exact_max) -> method
+_FACTORIES: dict[str, Callable[[int, int], Method]] = {
+    "popular": lambda seed, _: Popular(seed),
+    "content": lambda seed, _: ContentSimilarity(seed),
+    "content-max": lambda seed, _: ContentSimilarity(seed, aggregate="max"),
+    "content-centred": lambda seed, _: ContentSimilarity(seed, centred=True),
+    "content-augmented": AugmentedContent,
+    "cf": lambda seed, _: Collaborative(seed),
+    "tfidf-svm": lambda seed, _: TfidfSvm(seed),
     "hybrid": Hybrid,
 }
 METHOD_NAMES = tuple(_FACTORIES)
@@ -241,9 +311,8 @@ METHOD_NAMES = tuple(_FACTORIES)
 
 def make_method(name: str, seed: int, exact_max: int = EXACT_INDEX_MAX) -> Method:
     """A new, unfitted method; ``seed`` drives everything random in it. ``exact_max``: the
-    corpus size above which ``hybrid`` ranks through an HNSW index (see ``exact_max_for``)."""
+    corpus size above which ``hybrid`` ranks through an HNSW index and ``content-augmented``
+    finds neighbours through HNSW (see ``exact_max_for``)."""
     if name not in _FACTORIES:
         raise InvalidInput(f"unknown method {name!r}; choose from {', '.join(METHOD_NAMES)}")
-    if name == "hybrid":
-        return Hybrid(seed, exact_max)
-    return _FACTORIES[name](seed)
+    return _FACTORIES[name](seed, exact_max)

@@ -14,21 +14,40 @@ from tqdm import tqdm
 from recommender.core.config import Settings
 from recommender.core.errors import InvalidInput
 from recommender.embedding.encoders import TextEncoder
-from recommender.evaluation.dataset import Dataset, paper_vectors
-from recommender.evaluation.methods import METHOD_NAMES, Hybrid, exact_max_for, make_method
-from recommender.evaluation.metrics import METRICS, top_rows, user_metrics
+from recommender.evaluation.dataset import Dataset, paper_vectors, with_new_papers
+from recommender.evaluation.methods import (
+    METHOD_NAMES,
+    Hybrid,
+    Method,
+    TopRows,
+    exact_max_for,
+    make_method,
+)
+from recommender.evaluation.metrics import (
+    METRICS,
+    NEW_PAPER_METRICS,
+    NEW_PAPERS_DEPTH,
+    new_paper_metrics,
+    top_rows,
+    user_metrics,
+)
 from recommender.storage.versions import write_atomically
 
 
 def run_evaluation(
     data: Dataset, methods: list[str], seed: int, settings: Settings, embedder: TextEncoder,
-    progress: bool = True, index: str = "auto",
+    progress: bool = True, index: str = "auto", new_papers: float | None = None,
 ) -> dict[str, Any]:
     """Evaluate each method on every user with test papers; seconds include fitting.
 
     ``index`` (``methods.INDEX_KINDS``): the kind of index ``hybrid`` ranks through; ``auto``
     chooses by corpus size as the service does (``settings.exact_index_max``). The report's
     ``dataset.index`` says which kind was used (None when no method ranks through an index).
+
+    ``new_papers``: the new-papers protocol (``dataset.with_new_papers``, the papers chosen by
+    ``seed``); the report then has ``new_papers`` beside ``methods``: per method, the
+    ``NEW_PAPER_METRICS`` of the new papers ranked among themselves, averaged over the users
+    with a new paper in test (``users``).
     """
     exact_max = exact_max_for(index, settings.exact_index_max)
     unknown = [name for name in methods if name not in METHOD_NAMES]
@@ -37,6 +56,8 @@ def run_evaluation(
                            f"{', '.join(METHOD_NAMES)}")
     if seed < 0:
         raise InvalidInput(f"seed must be 0 or more, got {seed}")
+    if new_papers is not None:
+        data = with_new_papers(data, new_papers, seed)
     evaluated = [u for u, held in enumerate(data.test) if len(held)]
     if not evaluated:
         raise InvalidInput("no user has test papers that name a known paper")
@@ -50,36 +71,74 @@ def run_evaluation(
         summary.update(embedding_model=settings.model, embedding=embedder.variant,
                        newly_embedded=embedded,
                        embedding_seconds=round(time.perf_counter() - started, 3))
+    new_rows = data.new_rows
     results: dict[str, dict[str, float | int]] = {}
+    on_new: dict[str, dict[str, float | int]] = {}
     for method in built:
         started = time.perf_counter()
         method.fit(data, vectors)
         if isinstance(method, Hybrid):
             summary["index"] = method.index_kind
         total = np.zeros(len(METRICS))
+        new_total, new_users = np.zeros(len(NEW_PAPER_METRICS)), 0
         for user in tqdm(evaluated, desc=method.name, unit="user", disable=not progress):
             liked = data.train[user]
-            total += user_metrics(top_rows(method.scores(liked), liked), data.test[user])
+            output = method.scores(liked)
+            total += user_metrics(top_rows(output, liked), data.test[user])
+            if new_rows is not None:
+                held_new = np.intersect1d(data.test[user], new_rows, assume_unique=True)
+                if len(held_new):
+                    new_total += _among_new(method, output, liked, new_rows, held_new)
+                    new_users += 1
         results[method.name] = {
-            **{metric: float(value) for metric, value in zip(METRICS, total / len(evaluated),
-                                                             strict=True)},
-            "users": len(evaluated),
+            **_averages(METRICS, total, len(evaluated)), "users": len(evaluated),
             "seconds": round(time.perf_counter() - started, 3),
         }
-    return {"methods": results, "dataset": summary, "seed": seed}
+        if new_rows is not None:
+            on_new[method.name] = {**_averages(NEW_PAPER_METRICS, new_total, new_users),
+                                   "users": new_users}
+    report: dict[str, Any] = {"methods": results}
+    if new_rows is not None:
+        report["new_papers"] = on_new
+    return {**report, "dataset": summary, "seed": seed}
+
+
+def _among_new(method: Method, output: np.ndarray | TopRows, liked: np.ndarray,
+               new_rows: np.ndarray, held_new: np.ndarray) -> np.ndarray:
+    """The new-paper metrics of one user: the new papers ranked among themselves, by the
+    scores the method already gave every paper, or by asking a method that ranks for itself
+    to rank only them."""
+    if isinstance(output, TopRows):
+        output = method.scores(liked, among=new_rows)
+    ranked = top_rows(output, liked, NEW_PAPERS_DEPTH, among=new_rows)
+    return new_paper_metrics(ranked, held_new)
+
+
+def _averages(names: tuple[str, ...], total: np.ndarray, users: int) -> dict[str, float]:
+    return {name: float(value / users) if users else 0.0
+            for name, value in zip(names, total, strict=True)}
 
 
 def render_table(report: dict[str, Any]) -> str:
-    """The metrics of every method as a fixed-width table."""
-    header = f"{'method':<12}" + "".join(f"{name:>12}" for name in (*METRICS, "seconds"))
+    """The metrics of every method as a fixed-width table (and the new papers' as another)."""
+    header = f"{'method':<18}" + "".join(f"{name:>12}" for name in (*METRICS, "seconds"))
     lines = [header, "-" * len(header)]
     for name, result in report["methods"].items():
         cells = "".join(f"{result[metric]:>12.4f}" for metric in METRICS)
-        lines.append(f"{name:<12}{cells}{result['seconds']:>12.1f}")
+        lines.append(f"{name:<18}{cells}{result['seconds']:>12.1f}")
+    if "new_papers" in report:
+        header = f"{'new papers only':<18}" + "".join(
+            f"{name:>12}" for name in (*NEW_PAPER_METRICS, "users"))
+        lines += ["", header, "-" * len(header)]
+        for name, result in report["new_papers"].items():
+            cells = "".join(f"{result[metric]:>12.4f}" for metric in NEW_PAPER_METRICS)
+            lines.append(f"{name:<18}{cells}{result['users']:>12}")
     data = report["dataset"]
     lines.append(f"{data['papers']} papers, {data['users_with_test']} users with test papers, "
                  f"{data['train_likes']} training likes, {data['test_likes']} test likes, "
                  f"seed {report['seed']}"
+                 + (f", {data['new_papers']} new papers ({data['moved_to_test']} training "
+                    f"likes moved to test)" if data.get("new_papers") else "")
                  + (f", {data['index']} index" if data.get("index") else ""))
     return "\n".join(lines)
 
