@@ -14,6 +14,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from functools import partial
 
 os.environ.setdefault("OMP_NUM_THREADS", "2")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "2")
@@ -119,13 +120,13 @@ def main() -> None:
             if "standard" in protocols:
                 scorer = make(spec)
                 scorer.fit(data, vectors)
-                results["standard"][spec] = timed(lambda s=scorer: standard(s, data))
+                results["standard"][spec] = timed(partial(standard, scorer, data))
                 print(spec, "standard", results["standard"][spec], file=sys.stderr)
             if "new" in protocols:
                 held, new = new_papers_split(data, args.new_fraction, args.seed)
                 scorer = make(spec)
                 scorer.fit(held, vectors)
-                results["new"][spec] = timed(lambda s=scorer, h=held, n=new: among_new(s, h, n))
+                results["new"][spec] = timed(partial(among_new, scorer, held, new))
                 print(spec, "new", results["new"][spec], file=sys.stderr)
     report = {"split": args.split, "seed": args.seed, "new_fraction": args.new_fraction,
               "results": results}
