@@ -19,6 +19,8 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+import psutil
+
 # `paperrec` as the console script runs it, with this interpreter (so the venv's packages).
 PAPERREC = [sys.executable, "-m", "service.cli"]
 
@@ -74,3 +76,11 @@ class Server:
         if self.process and self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             self.process.wait(30)
+
+
+def alive(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False

@@ -22,6 +22,7 @@ import redis
 from recommender.core.config import Settings
 from recommender.storage.embedded_redis import socket_path
 from recommender.storage.redis_client import connect
+from tests.servers import alive
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,12 +37,6 @@ def server_pid(redis_dir: Path) -> int | None:
         pass
     return None
 
-
-def alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
 
 
 def wait_until(condition: Callable[[], bool], seconds: float = 10) -> bool:

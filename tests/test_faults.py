@@ -43,7 +43,7 @@ from recommender.storage.embedded_redis import socket_path
 from recommender.storage.redis_keys import RedisKeys
 from recommender.storage.versions import VersionedDir
 from service import create_app
-from tests.servers import free_port
+from tests.servers import alive, free_port
 
 PAPERREC = [sys.executable, "-m", "service.cli"]
 # `paperrec serve` loads the model in each worker before it takes requests.
@@ -232,12 +232,6 @@ def _session(pid: int) -> int | None:
     except OSError:
         return None
 
-
-def alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
 
 
 def wait_for(condition: Callable[[], bool], seconds: float, message: str) -> None:
