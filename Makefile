@@ -6,7 +6,7 @@ PORT   ?= 8000
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install run test test-fast check clean
+.PHONY: install run test test-fast check clean compose-cli
 
 install: $(VENV)/.installed
 
@@ -22,7 +22,7 @@ run: install
 	$(BIN)/paperrec rebuild-index
 	$(BIN)/paperrec serve --port $(PORT)
 
-test: install
+test: install compose-cli
 	$(BIN)/pytest
 
 # Everything but the tests marked `model` (the real embedding model, `paperrec serve`).
@@ -36,3 +36,13 @@ check: install
 
 clean:
 	rm -rf $(VENV) var
+
+# tests/test_deployment.py validates docker-compose.yml with a compose CLI (no Docker engine is
+# needed for `config`). Without one, Debian's docker-compose is installed (about 15 s, as root).
+compose-cli:
+	@docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null || { \
+	  echo "installing docker-compose (Debian package) to validate docker-compose.yml"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get install -y -qq --no-install-recommends docker-compose >/dev/null 2>&1 || { \
+	    apt-get update -qq >/dev/null && \
+	    apt-get install -y -qq --no-install-recommends docker-compose >/dev/null; }; }

@@ -1,8 +1,8 @@
 """docker-compose.yml, the Dockerfile and the README's Deployment section tell the same story.
 
 No Docker engine is needed: the compose file is read as YAML (with its ${NAME:-default}
-defaults), its shell scripts are run with a stand-in `paperrec`, and a compose CLI, when one
-is installed, validates the file with `config -q`.
+defaults), its shell scripts are run with a stand-in `paperrec`, and a compose CLI (`make test`
+installs one) validates the file with `config -q`.
 """
 
 from __future__ import annotations
@@ -421,15 +421,11 @@ def clean_environment() -> dict[str, str]:
 
 
 def required_compose_cli() -> list[str]:
-    """The compose CLI. On CI (.ci/run sets PAPERREC_REQUIRE_COMPOSE) its absence fails the
-    test; on a developer's machine without one the test is reported as skipped."""
+    """The compose CLI; its absence fails the test (`make test` installs one first)."""
     cli = compose_cli()
     if cli is None:
-        message = ("no compose CLI (`docker compose` or `docker-compose`); .ci/run installs "
-                   "Debian's docker-compose")
-        if os.environ.get("PAPERREC_REQUIRE_COMPOSE"):
-            pytest.fail(message)
-        pytest.skip(message)
+        pytest.fail("no compose CLI (`docker compose` or `docker-compose`); `make compose-cli` "
+                    "installs Debian's docker-compose")
     return cli
 
 
