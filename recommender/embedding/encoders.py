@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from recommender.core.config import DEFAULT_EMBED_BACKEND as DEFAULT_BACKEND
-from recommender.core.config import EMBED_BACKENDS, Settings
+from recommender.core.config import EMBED_BACKENDS, Settings, check_embed_backend
+from recommender.core.errors import InvalidInput
 from recommender.embedding.models import load_model
 from recommender.embedding.onnx_export import exported
 
@@ -106,7 +107,10 @@ def vector_key(model: str, backend: str) -> str:
 def check_backend(backend: str) -> str:
     """The backend, if it is one; InvalidInput naming PAPERREC_EMBED_BACKEND if not (the
     setting's own rule)."""
-    return str(Settings.check("embed_backend", backend))
+    try:
+        return check_embed_backend(backend)
+    except ValueError as exc:
+        raise InvalidInput(f"{Settings.variable('embed_backend')}: {exc}") from None
 
 
 def default_export_dir() -> Path:
