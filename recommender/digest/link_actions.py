@@ -47,15 +47,14 @@ class LinkActions:
     def follow(self, token: str, now: float) -> LinkTarget:
         """Carry out what the link says and return what it named (``email``: the address that
         was unsubscribed, None when there was no subscription left to end)."""
-        claim = self._signer.verify(token, now)
+        target = self.preview(token, now)
+        claim = target.claim
         if claim.action == "unsubscribe":
-            found = self._subscriptions.get(claim.user_id)
             self._subscriptions.delete(claim.user_id)
-            return LinkTarget(claim, None, found.email if found else None)
-        title = self._title(claim)
-        assert claim.paper_id is not None  # _title checked it
-        self._feedback.set(claim.user_id, claim.paper_id, claim.action, now)
-        return LinkTarget(claim, title, None)
+        else:
+            assert claim.paper_id is not None  # preview found the paper
+            self._feedback.set(claim.user_id, claim.paper_id, claim.action, now)
+        return target
 
     def _title(self, claim: LinkClaim) -> str:
         paper = self._corpus.get(claim.paper_id) if claim.paper_id is not None else None
