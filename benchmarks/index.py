@@ -18,7 +18,7 @@ The 17k case uses the real citeulike-a embeddings (all-MiniLM-L6-v2, through the
 cache in --data-dir; --embed fills a missing cache, minutes on 2 cores) turned into the
 service's retrieval vectors (``build_content_space``). Larger sizes use synthetic 384-d vectors
 shaped like those (see ``synthetic_vectors``). Queries are what the service sends: a random
-paper, expanded with its 10 nearest neighbours (``expand_queries``).
+paper's vector (results recorded before 2026-11-30 used queries expanded with 10 neighbours).
 
 ``--share`` also starts two processes that load the same index file and reports each one's
 RSS and PSS (from /proc/<pid>/smaps_rollup), once with read_index and once memory-mapped:
@@ -59,9 +59,7 @@ sys.path.insert(0, str(ROOT))
 from recommender.index.content_space import (  # noqa: E402
     HNSW_EF,
     HNSW_M,
-    QUERY_NEIGHBOURS,
     build_content_space,
-    expand_queries,
     normalise,
 )
 
@@ -137,21 +135,13 @@ def real_vectors(papers_path: Path, data_dir: Path, embed: bool) -> np.ndarray |
 
 
 def service_queries(vectors: np.ndarray, count: int, seed: int) -> dict[str, Any]:
-    """Queries as the service makes them (random papers, each expanded with its 10 nearest
-    neighbours), their exact top BATCH_K rows, and the data set's neighbour profile."""
+    """Queries as the service makes them (random papers: a liked paper queries with its own
+    vector), their exact top BATCH_K rows, and the data set's neighbour profile."""
     n = len(vectors)
     rows = np.random.default_rng(seed + 1).choice(n, size=count, replace=False)
     exact = faiss.IndexFlatIP(vectors.shape[1])
     exact.add(vectors)
-    sims, near = exact.search(vectors[rows], QUERY_NEIGHBOURS + 1)
-    # Drop the paper itself, as build_content_space does, then expand as the service does.
-    keep = near != rows[:, None]
-    keep[keep.sum(axis=1) > QUERY_NEIGHBOURS, -1] = False
-    neighbours = np.full((n, QUERY_NEIGHBOURS), -1, dtype=np.int32)
-    neighbour_sims = np.zeros((n, QUERY_NEIGHBOURS), dtype=np.float32)
-    neighbours[rows] = near[keep].reshape(count, QUERY_NEIGHBOURS)
-    neighbour_sims[rows] = sims[keep].reshape(count, QUERY_NEIGHBOURS)
-    queries = expand_queries(vectors, neighbours, neighbour_sims, rows)
+    queries = np.ascontiguousarray(vectors[rows])
     sims, truth = exact.search(queries, BATCH_K)
     # Mean similarity of a query to its 1st, 10th and 100th neighbour: how crowded the space
     # is, to compare the real and the synthetic vectors.

@@ -3,23 +3,31 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from recommender.core.errors import InvalidInput
+from recommender.core.errors import IndexNotReady, InvalidInput
 from recommender.core.papers import Paper, Rejection
 from recommender.corpus.formats import read_papers
 from recommender.corpus.store import CorpusStore, UpsertCounts
 from recommender.embedding.cache import cached_vectors
 from recommender.embedding.encoders import TextEncoder
 from recommender.feedback.store import FeedbackStore
-from recommender.index.store import IndexStore
+from recommender.index.store import IndexStore, LiveIndex
+from recommender.ranking import calibration
+from recommender.ranking.calibration import Calibration
 from recommender.ranking.collaborative import CollaborativeModel
+from recommender.ranking.context import context_for, counts_on_rows
+from recommender.ranking.rank import RankingContext, rank
 from recommender.storage.versions import VersionedDir
 
+# Calibration on a deployment's feedback (``calibrate``): the latest fifth of each user's
+# likes is held out; fewer held-out likes found in the lists than this keeps the default.
+HELD_OUT_FRACTION = 0.2
+MIN_HELD_OUT_FOUND = 50
 SAMPLE_DIR = Path(__file__).parent / "corpus" / "sample_data"
 
 
@@ -116,22 +124,56 @@ class TrainSummary:
     users: int
     papers: int
     likes: int
+    calibration: str
     seconds: float
 
     def __str__(self) -> str:
         return (f"published collaborative model version {self.version}: {self.users} users, "
-                f"{self.papers} papers, {self.likes} likes, {self.seconds:.1f} s")
+                f"{self.papers} papers, {self.likes} likes, probability: {self.calibration}, "
+                f"{self.seconds:.1f} s")
 
 
-def train_collaborative(feedback: FeedbackStore, models: VersionedDir,
+def train_collaborative(feedback: FeedbackStore, models: VersionedDir, index: LiveIndex,
                         progress: bool = True) -> TrainSummary:
-    """Fit collaborative filtering on every like in Redis and publish it beside the index."""
+    """Fit collaborative filtering on every like in Redis, calibrate the lists' probability
+    on the latest likes (``calibrate``), and publish both beside the index."""
     started = time.perf_counter()
     likes = feedback.likes_by_user()
     if not likes:
         raise InvalidInput("there are no likes yet: collaborative filtering learns from users' "
                            "likes, so record some first (PUT /v1/users/<user>/feedback/<paper>)")
     model = CollaborativeModel.fit(likes, progress=progress)
+    try:
+        served = index.get()
+    except IndexNotReady:
+        served = None  # nothing to rank with: the default calibration
+    if served is not None:
+        ctx = context_for(served, model, counts_on_rows(served, feedback.like_counts()))
+        model.calibration = calibrate(ctx, {
+            user: [served.row(p) for p in liked if served.has(p)]
+            for user, liked in likes.items()})
     version = models.publish(lambda folder, _version: model.save(folder))
     return TrainSummary(version, len(likes), len(model.item_ids),
-                        sum(len(v) for v in likes.values()), time.perf_counter() - started)
+                        sum(len(v) for v in likes.values()), model.calibration.source,
+                        time.perf_counter() - started)
+
+
+def calibrate(ctx: RankingContext, likes_by_user: Mapping[str, Sequence[int]]) -> Calibration:
+    """The probability fitted on a deployment's feedback: for each user with two likes or more
+    (index rows, oldest first) the latest HELD_OUT_FRACTION (at least one) is held out and the
+    list ranked from the others; which of its top ``calibration.DEPTH`` the user went on to
+    like are the labels. The default when fewer than MIN_HELD_OUT_FOUND are found."""
+    seen = calibration.Observations.empty()
+    nothing = np.zeros(0, np.int64)
+    for rows in likes_by_user.values():
+        if len(rows) < 2:
+            continue
+        held = max(1, int(len(rows) * HELD_OUT_FRACTION))
+        liked = np.asarray(rows[:-held], dtype=np.int64)
+        ranked = rank(ctx, liked, nothing, calibration.DEPTH)
+        seen.add(ranked.scores / ranked.scale, len(liked), np.isin(ranked.rows, rows[-held:]))
+    if seen.positives < MIN_HELD_OUT_FOUND:
+        return calibration.DEFAULT
+    z, likes, labels = seen.arrays()
+    return calibration.fit(z, likes, labels, source=f"fitted on {seen.positives} of "
+                           f"{sum(len(labels) for labels in seen.labels)} held-out list items")

@@ -268,7 +268,8 @@ def _evaluate(args: argparse.Namespace, settings: Settings) -> int:
 
 def _train(args: argparse.Namespace, settings: Settings) -> int:
     parts = wiring.build(settings)
-    summary = jobs.train_collaborative(parts.feedback, parts.models, progress=not args.quiet)
+    summary = jobs.train_collaborative(parts.feedback, parts.models, parts.index,
+                                    progress=not args.quiet)
     print(f"train: {summary}")
     return 0
 

@@ -218,7 +218,7 @@ def train() -> Callable[[Settings], jobs.TrainSummary]:
 
     def run(settings: Settings) -> jobs.TrainSummary:
         parts = wiring.build(settings)
-        return jobs.train_collaborative(parts.feedback, parts.models, progress=False)
+        return jobs.train_collaborative(parts.feedback, parts.models, parts.index, progress=False)
 
     return run
 

@@ -16,8 +16,8 @@ ignore it (the runner keeps only those rows); one that ranks for itself must ran
   unit length): the strongest simple baseline (DESIGN.md), since raw sentence embeddings
   share a large common direction that dominates their cosines.
 - ``content-augmented``: the same over the service's content space (``index.content_space``:
-  centred, neighbour-augmented vectors), each liked paper querying with its neighbours
-  (query expansion); no collaborative filtering, no popularity.
+  centred, neighbour-augmented vectors): the content part of ``hybrid`` without its Fisher
+  term; no collaborative filtering, no popularity.
 - ``cf``: collaborative filtering alone (``CollaborativeModel``).
 - ``tfidf-svm``: the arxiv-sanity method: TF-IDF over title + abstract and a linear SVM per
   user, liked papers against a sample of the others.
@@ -47,7 +47,6 @@ from recommender.core.errors import InvalidInput
 from recommender.index.content_space import (
     ContentSpace,
     build_content_space,
-    expand_queries,
     normalise,
 )
 from recommender.index.store import IndexStore
@@ -80,9 +79,11 @@ DIGEST_DAY = 1.0
 
 @dataclass
 class TopRows:
-    """A method's own ranking: paper rows, best first."""
+    """A method's own ranking: paper rows, best first; ``z``: their scores in the user's own
+    units (``Ranked.scale``), which the runner calibrates (``ranking.calibration``)."""
 
     rows: np.ndarray
+    z: np.ndarray | None = None
 
 
 class Method(Protocol):
@@ -143,9 +144,9 @@ class ContentSimilarity:
 
 
 class AugmentedContent:
-    """Mean cosine to the liked papers in the service's content space: the vectors and
-    neighbour lists ``build_content_space`` makes (as an index build does), the liked papers
-    expanded with their neighbours (``expand_queries``, as ``rank`` does)."""
+    """Mean cosine to the liked papers in the service's content space: the centred,
+    neighbour-augmented vectors ``build_content_space`` makes (as an index build does); the
+    content part of ``rank`` without its Fisher term."""
 
     needs_vectors = True
 
@@ -162,8 +163,7 @@ class AugmentedContent:
         space = self._space
         if not len(liked):
             return np.zeros(len(space.vectors), np.float32)
-        queries = expand_queries(space.vectors, space.neighbours, space.neighbour_sims, liked)
-        return space.vectors @ queries.mean(axis=0)
+        return space.vectors @ space.vectors[liked].mean(axis=0)
 
 
 class Collaborative:
@@ -271,7 +271,8 @@ class Hybrid:
         assert self._context is not None, "fit first"
         nothing = np.zeros(0, np.int64)
         if among is None:
-            return TopRows(rank(self._context, liked=liked, disliked=nothing, k=DEPTH).rows)
+            ranked = rank(self._context, liked=liked, disliked=nothing, k=DEPTH)
+            return TopRows(ranked.rows, ranked.scores / ranked.scale)
         ranked = rank(self._dated(among), liked=liked, disliked=nothing, k=DEPTH,
                       since_day=DIGEST_DAY)
         return TopRows(ranked.rows)

@@ -31,7 +31,12 @@ from recommender.evaluation.metrics import (
     top_rows,
     user_metrics,
 )
+from recommender.ranking import calibration
 from recommender.storage.versions import write_atomically
+
+CALIBRATION_FOLDS = 2  # users split in two: fitted on one half, measured on the other
+# Probability thresholds whose effect on the lists the report shows (min_probability).
+THRESHOLDS = (0.05, 0.1, 0.2, 0.3, 0.5)
 
 
 def run_evaluation(
@@ -72,7 +77,7 @@ def run_evaluation(
                        newly_embedded=embedded,
                        embedding_seconds=round(time.perf_counter() - started, 3))
     new_rows = data.new_rows
-    results: dict[str, dict[str, float | int]] = {}
+    results: dict[str, dict[str, Any]] = {}
     on_new: dict[str, dict[str, float | int]] = {}
     for method in built:
         started = time.perf_counter()
@@ -81,10 +86,14 @@ def run_evaluation(
             summary["index"] = method.index_kind
         total = np.zeros(len(METRICS))
         new_total, new_users = np.zeros(len(NEW_PAPER_METRICS)), 0
+        seen = calibration.Observations.empty()
         for user in tqdm(evaluated, desc=method.name, unit="user", disable=not progress):
             liked = data.train[user]
             output = method.scores(liked)
             total += user_metrics(top_rows(output, liked), data.test[user])
+            if isinstance(output, TopRows) and output.z is not None:
+                top = slice(0, calibration.DEPTH)
+                seen.add(output.z[top], len(liked), np.isin(output.rows[top], data.test[user]))
             if new_rows is not None:
                 held_new = np.intersect1d(data.test[user], new_rows, assume_unique=True)
                 if len(held_new):
@@ -94,6 +103,8 @@ def run_evaluation(
             **_averages(METRICS, total, len(evaluated)), "users": len(evaluated),
             "seconds": round(time.perf_counter() - started, 3),
         }
+        if seen.z:
+            results[method.name]["calibration"] = _calibration(seen, seed)
         if new_rows is not None:
             on_new[method.name] = {**_averages(NEW_PAPER_METRICS, new_total, new_users),
                                    "users": new_users}
@@ -112,6 +123,30 @@ def _among_new(method: Method, output: np.ndarray | TopRows, liked: np.ndarray,
         output = method.scores(liked, among=new_rows)
     ranked = top_rows(output, liked, NEW_PAPERS_DEPTH, among=new_rows)
     return new_paper_metrics(ranked, held_new)
+
+
+def _calibration(seen: calibration.Observations, seed: int) -> dict[str, Any]:
+    """The probability of the top ``calibration.DEPTH`` items of each list, fitted on one half
+    of the users' held-out likes and measured on the other half (then the other way round):
+    its expected calibration error over 10 bins, and, for each threshold, the share of items
+    at or above it and how many of those the users liked (what ``min_probability`` keeps)."""
+    folds = np.random.default_rng(seed).permutation(len(seen.z)) % CALIBRATION_FOLDS
+    probability = np.zeros(0)
+    labels = np.zeros(0, np.int64)
+    for fold in range(CALIBRATION_FOLDS):
+        fitted = calibration.fit(*seen.arrays(np.flatnonzero(folds != fold).tolist()),
+                                 source="evaluation")
+        z, likes, held = seen.arrays(np.flatnonzero(folds == fold).tolist())
+        probability = np.concatenate([probability, fitted.probability(z, likes)])
+        labels = np.concatenate([labels, held])
+    kept = {f"{t:g}": {"items": round(float((probability >= t).mean()), 4),
+                       "liked": round(float(labels[probability >= t].mean()), 4)
+                       if (probability >= t).any() else None}
+            for t in THRESHOLDS}
+    return {"ece": round(calibration.expected_calibration_error(probability, labels), 4),
+            "items": len(labels), "liked": round(float(labels.mean()), 4),
+            "fitted": calibration.fit(*seen.arrays(), source="evaluation").to_dict(),
+            "thresholds": kept}
 
 
 def _averages(names: tuple[str, ...], total: np.ndarray, users: int) -> dict[str, float]:

@@ -1,16 +1,15 @@
 """ContentSpace: the retrieval vectors built from raw sentence embeddings of one corpus.
 
 Raw embeddings of short scientific titles crowd into a narrow cone, and a single liked paper
-is a thin query. Three standard retrieval steps, all unsupervised, fix much of that:
+is a thin query. Two standard retrieval steps, all unsupervised, fix much of that:
 
 1. centring: subtract the corpus mean, so cosines measure what sets papers apart;
 2. database-side augmentation (DBA): each paper's vector is blended with its nearest
    neighbours', weighted by similarity cubed, so near-duplicates and close work agree;
-3. query expansion (AQE, at request time): a liked paper queries with itself plus its
-   neighbours, the same way.
-
-The neighbour lists computed here are stored with each index version and reused for query
-expansion; nothing depends on a particular dataset.
+The neighbour lists computed here are stored with each index version (similar papers,
+candidates, density); nothing depends on a particular dataset. Query expansion (a liked
+paper querying with its neighbours too) was measured and dropped: it lowered every figure of
+the evaluation (benchmarks/ranking_experiments/results.md).
 
 ``extend_content_space`` adds a few papers to a built space without redoing the whole graph
 (an incremental rebuild). It keeps the previous mean and is exact for the added papers and
@@ -26,7 +25,6 @@ import faiss
 import numpy as np
 
 AUGMENT_NEIGHBOURS = 10
-QUERY_NEIGHBOURS = 10
 STORED_NEIGHBOURS = 20
 NEIGHBOUR_POWER = 3.0
 HNSW_M = 32
@@ -234,18 +232,6 @@ def _merge(rows: np.ndarray, sims: np.ndarray,
     best = np.argsort(-both_sims, axis=1, kind="stable")[:, :k]
     return (gainers, np.take_along_axis(both_rows, best, axis=1),
             np.take_along_axis(both_sims, best, axis=1))
-
-
-def expand_queries(
-    vectors: np.ndarray, neighbours: np.ndarray, neighbour_sims: np.ndarray, rows: np.ndarray
-) -> np.ndarray:
-    """One query vector per liked row: the paper plus its nearest neighbours (AQE)."""
-    rows = np.asarray(rows, dtype=np.int64)
-    near = neighbours[rows, :QUERY_NEIGHBOURS]
-    sims = neighbour_sims[rows, :QUERY_NEIGHBOURS]
-    weights = np.where(near >= 0, np.maximum(sims, 0.0) ** NEIGHBOUR_POWER, 0.0)
-    queries = vectors[rows] + np.einsum("qk,qkd->qd", weights, vectors[np.maximum(near, 0)])
-    return normalise(queries)
 
 
 def centre_query(raw_query: np.ndarray, mean: np.ndarray) -> np.ndarray:

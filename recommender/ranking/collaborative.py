@@ -33,6 +33,8 @@ import scipy.sparse as sp
 from implicit.cpu.als import AlternatingLeastSquares
 from threadpoolctl import threadpool_limits
 
+from recommender.ranking.calibration import DEFAULT as DEFAULT_CALIBRATION
+from recommender.ranking.calibration import Calibration
 from recommender.storage.versions import write_atomically
 
 # Chosen on citeulike-a P10 (Recall@300 0.276, nDCG@20 0.065; fit 1.6 s on 2 idle cores). More
@@ -55,6 +57,7 @@ class CollaborativeModel:
         user_factors: np.ndarray,
         item_likes: np.ndarray,
         meta: dict[str, Any],
+        calibration: Calibration = DEFAULT_CALIBRATION,
     ) -> None:
         if not (len(item_ids) == len(item_factors) == len(item_likes)):
             raise ValueError("item ids, item factors and like counts differ in length")
@@ -66,6 +69,8 @@ class CollaborativeModel:
         self.user_factors = np.ascontiguousarray(user_factors, dtype=np.float32)
         self.item_likes = item_likes
         self.meta = meta
+        # The probability of the lists ranked with this version (``paperrec train`` fits it).
+        self.calibration = calibration
         self.regularization = float(meta["regularization"])
         self.alpha = float(meta["alpha"])
         self._column = {item_id: i for i, item_id in enumerate(item_ids)}
@@ -150,6 +155,8 @@ class CollaborativeModel:
         write_atomically(folder / "item_likes.npy", lambda f: np.save(f, self.item_likes))
         write_atomically(folder / "item_ids.json", _json_writer(self.item_ids))
         write_atomically(folder / "user_ids.json", _json_writer(self.user_ids))
+        write_atomically(folder / "calibration.json",
+                         _json_writer(self.calibration.to_dict(), indent=2))
         write_atomically(folder / "meta.json", _json_writer(self.meta, indent=2))
 
     @classmethod
@@ -162,7 +169,10 @@ class CollaborativeModel:
         item_likes = np.load(folder / "item_likes.npy", allow_pickle=False)
         if len(item_ids) != meta["n_items"] or len(user_ids) != meta["n_users"]:
             raise ValueError(f"collaborative model in {folder} is inconsistent: sizes differ")
-        return cls(item_ids, user_ids, item_factors, user_factors, item_likes, meta)
+        calibrated = folder / "calibration.json"  # versions trained before it existed: none
+        calibration = (Calibration.from_dict(json.loads(calibrated.read_text()))
+                       if calibrated.exists() else DEFAULT_CALIBRATION)
+        return cls(item_ids, user_ids, item_factors, user_factors, item_likes, meta, calibration)
 
 
 def _json_writer(value: Any, indent: int | None = None) -> Callable[[BinaryIO], object]:

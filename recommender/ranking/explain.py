@@ -59,9 +59,10 @@ def explain(ids: list[str], ctx: RankingContext, ranked: Ranked,
         parts: list[tuple[float, str, Reason]] = []
         if ranked.nearest_like[pos] >= 0:
             liked_id = ids[int(ranked.nearest_like[pos])]
-            content = float(ranked.content[pos])
+            similarity = round(float(ranked.nearest_similarity[pos]), 4)
             words = f"similar to '{_short(_title(papers, liked_id))}' that you liked"
-            parts.append((content, words, SimilarToLiked(liked_id, round(content, 4))))
+            parts.append((float(ranked.content[pos]), words,
+                          SimilarToLiked(liked_id, similarity)))
         if ranked.collaborative[pos] > CF_REASON_MIN:
             weight = float(ranked.collaborative[pos])
             parts.append((weight, "readers with similar taste saved it",

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from recommender.index.content_space import expand_queries
+from recommender.index.content_space import normalise
 from recommender.ranking.collaborative import CollaborativeModel
 
 # Blend weights. Each adapts to the evidence: popularity matters most for a user with few
@@ -22,6 +22,13 @@ POPULARITY_WEIGHT = 0.3  # for a user with one like; it falls with the square of
 COLLABORATIVE_WEIGHT = 0.05
 USER_EVIDENCE_HALF = 3.0  # likes known to the CF model at which its user weight is one half
 ITEM_EVIDENCE_HALF = 30.0  # co-likes of a paper at which its item weight is one half
+# The user's direction in the whitened space (see ``ContentStatistics``): its weight once the
+# user has FISHER_FULL_LIKES likes, rising from nothing at one like (a single paper is too thin
+# a sample to tell its distinctive directions from its noise).
+FISHER_WEIGHT = 1.0
+FISHER_FULL_LIKES = 5
+COVARIANCE_SHRINKAGE = 0.1  # towards the mean eigenvalue: a well-conditioned inverse
+COVARIANCE_SAMPLE = 200_000  # rows the covariance is estimated from (evenly spaced)
 DISLIKE_WEIGHT = 1.0
 # Unrelated abstracts still have cosines of 0.1-0.2: only similarity above this floor counts as
 # "on a disliked topic".
@@ -34,6 +41,29 @@ POPULAR_POOL = 1_000  # the most liked papers, kept sorted for the candidate poo
 MMR_POOL = 30  # diversity re-ranks at least this many best papers (and 3 x what is asked)
 
 Search = Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class ContentStatistics:
+    """The spread of the retrieval vectors of one index version: their mean and the inverse
+    of their (shrunk) covariance, computed once per version (a 384x384 inverse)."""
+
+    mean: np.ndarray  # (d,)
+    covariance: np.ndarray  # (d, d), shrunk
+    precision: np.ndarray  # (d, d), its inverse
+
+    @classmethod
+    def of(cls, vectors: np.ndarray) -> ContentStatistics:
+        n, dim = vectors.shape
+        rows = np.linspace(0, max(n - 1, 0), min(n, COVARIANCE_SAMPLE)).astype(np.int64)
+        sample = np.asarray(vectors[rows], dtype=np.float64)
+        mean = sample.mean(axis=0) if n else np.zeros(dim)
+        centred = sample - mean
+        cov = centred.T @ centred / max(len(sample) - 1, 1)
+        target = max(float(np.trace(cov)) / dim, 1e-6)
+        cov = (1 - COVARIANCE_SHRINKAGE) * cov + COVARIANCE_SHRINKAGE * target * np.eye(dim)
+        return cls(mean.astype(np.float32), cov.astype(np.float32),
+                   np.linalg.inv(cov).astype(np.float32))
 
 
 @dataclass
@@ -54,6 +84,7 @@ class RankingContext:
     popularity: np.ndarray = field(init=False)  # (n,) log(1 + likes), scaled to [0, 1]
     popular_rows: np.ndarray = field(init=False)  # the POPULAR_POOL most liked rows, best first
     density: np.ndarray = field(init=False)  # (n,) mean similarity to the nearest papers
+    statistics: ContentStatistics = field(init=False)
 
     def with_like_counts(self, like_counts: np.ndarray) -> RankingContext:
         """The same context with fresh like counts (cheap: nothing else is recomputed)."""
@@ -66,6 +97,7 @@ class RankingContext:
         n = len(self.item_ids)
         self.popularity, self.popular_rows = _popularity(self.like_counts)
         self.density = np.asarray(self.neighbour_sims[:, :10], dtype=np.float32).mean(axis=1)
+        self.statistics = ContentStatistics.of(self.vectors)
         self.cf_item_evidence = np.zeros(n, dtype=np.float32)
         self.cf_rows = np.zeros(0, dtype=np.int64)
         if self.collaborative is not None:
@@ -82,11 +114,16 @@ class Ranked:
 
     rows: np.ndarray
     scores: np.ndarray
-    content: np.ndarray  # similarity to the nearest liked paper (after query expansion)
-    nearest_like: np.ndarray  # row of that liked paper (-1 without likes)
+    content: np.ndarray  # the content part of the score (mean cosine plus the Fisher term)
+    nearest_like: np.ndarray  # row of the most similar liked paper (-1 without likes)
+    nearest_similarity: np.ndarray  # its cosine
     collaborative: np.ndarray  # weighted collaborative contribution
     popularity: np.ndarray  # weighted popularity contribution
     personalized: bool
+    # The spread (standard deviation) of the user's content scores over the collection:
+    # scores / scale say how far a paper stands out for this user (calibration.py); 1 without
+    # likes.
+    scale: float = 1.0
 
 
 def rank(
@@ -106,23 +143,17 @@ def rank(
     served = np.zeros(0, np.int64) if served is None else np.asarray(served, dtype=np.int64)
     want = offset + k
     cf_all = _collaborative(ctx, liked)
-    queries = expand_queries(ctx.vectors, ctx.neighbours, ctx.neighbour_sims, liked)
-    candidates = _candidates(ctx, liked, queries, cf_all, want)
+    direction = _direction(ctx, liked)
+    candidates = _candidates(ctx, liked, direction, cf_all, want)
 
     # Every paper, or the candidates: indexing a memory-mapped array copies, so only then.
     vecs = np.asarray(ctx.vectors) if candidates is None else ctx.vectors[candidates]
     if candidates is None:
         candidates = np.arange(len(ctx.item_ids))
-    if len(liked):
-        sims = vecs @ queries.T
-        best = sims.argmax(axis=1)
-        # Half the nearest liked paper (each interest is served), half all of them (papers
-        # that fit the whole profile rise).
-        content = 0.5 * sims[np.arange(len(candidates)), best] + 0.5 * sims.mean(axis=1)
-        nearest = liked[best]
-    else:
+    if direction is None:
         content = np.zeros(len(candidates), np.float32)
-        nearest = np.full(len(candidates), -1)
+    else:
+        content = vecs @ direction - float(ctx.statistics.mean @ direction)
     popularity = ctx.popularity[candidates] * _popularity_weight(len(liked))
     collaborative = cf_all[candidates]
     penalty = np.zeros(len(candidates), np.float32)
@@ -144,27 +175,67 @@ def rank(
     scores = np.where(blocked, -np.inf, scores)
 
     order = _top(scores, vecs, want, diversity or 0.0)[offset:want]
-    return Ranked(candidates[order], scores[order], content[order], nearest[order],
-                  collaborative[order], popularity[order], personalized=bool(len(liked)))
+    nearest = np.full(len(order), -1, np.int64)
+    nearest_sim = np.zeros(len(order), np.float32)
+    if len(liked) and len(order):
+        sims = vecs[order] @ ctx.vectors[liked].T
+        best = sims.argmax(axis=1)
+        nearest, nearest_sim = liked[best], sims[np.arange(len(order)), best]
+    scale = 1.0 if direction is None else float(np.sqrt(max(
+        direction @ ctx.statistics.covariance @ direction, 1e-12)))
+    return Ranked(candidates[order], scores[order], content[order], nearest, nearest_sim,
+                  collaborative[order], popularity[order], bool(len(liked)), scale)
+
+
+def _direction(ctx: RankingContext, liked: np.ndarray) -> np.ndarray | None:
+    """The user's content query: a paper's content score is its vector (minus the corpus
+    mean) times this direction.
+
+    Two parts, each scaled to the same spread over the corpus: the mean of the liked
+    vectors (so the score is the paper's mean cosine to the likes), and that mean through the
+    inverse covariance of the corpus (the Fisher discriminant of the likes against the
+    corpus, with a shared covariance: it weighs the directions in which the likes stand out
+    from the collection, not those in which every paper varies). One mat-vec per list.
+    """
+    if not len(liked):
+        return None
+    mean = np.asarray(ctx.vectors[liked], dtype=np.float32).mean(axis=0)
+    weight = _fisher_weight(len(liked))
+    if weight <= 0:
+        return mean
+    stats = ctx.statistics
+    fisher = stats.precision @ mean
+    spread = float(np.sqrt(max(mean @ stats.covariance @ mean, 1e-12)))
+    fisher_spread = float(np.sqrt(max(fisher @ stats.covariance @ fisher, 1e-12)))
+    return (mean + weight * spread / fisher_spread * fisher).astype(np.float32)
+
+
+def _fisher_weight(likes: int) -> float:
+    return FISHER_WEIGHT * min(1.0, (likes - 1) / (FISHER_FULL_LIKES - 1))
 
 
 def _candidates(
-    ctx: RankingContext, liked: np.ndarray, queries: np.ndarray, cf_all: np.ndarray, want: int
+    ctx: RankingContext, liked: np.ndarray, direction: np.ndarray | None, cf_all: np.ndarray,
+    want: int,
 ) -> np.ndarray | None:
     """The rows worth scoring; None for all of them (an exact index: small corpora).
 
     Over an approximate index (large corpora): the most popular papers, each liked paper's
-    stored neighbours (no search needed), the index's nearest papers to each interest of the
-    user (its expanded likes, or for many likes SEARCH_QUERIES clusters of them, so a list
-    costs a bounded number of searches), and the collaborative model's best.
+    stored neighbours (no search needed), the index's nearest papers to the user's direction
+    and to each of their interests (their likes, or for many likes SEARCH_QUERIES clusters of
+    them, so a list costs a bounded number of searches), and the collaborative model's best.
     """
     if ctx.search is None:
         return None
     per_query = max(100, 4 * want)  # an HNSW search costs about the same up to k=efSearch
     pools = [ctx.popular_rows[:per_query]]
-    if len(liked):
+    if direction is not None:
         pools.append(np.asarray(ctx.neighbours[liked]).ravel())
-        rows, _ = ctx.search(_interests(queries, SEARCH_QUERIES), per_query)
+        queries = direction[None, :]  # with one like, its vector: the same query
+        if len(liked) > 1:
+            queries = np.vstack([queries, _interests(
+                np.asarray(ctx.vectors[liked], dtype=np.float32), SEARCH_QUERIES - 1)])
+        rows, _ = ctx.search(normalise(queries), per_query)
         pools.append(rows.ravel())
         if cf_all.any():
             pools.append(np.argpartition(-cf_all, per_query)[:per_query])

@@ -1,0 +1,116 @@
+"""How likely a paper on a reading list is worth reading: Platt scaling of the list's score.
+
+A list item's probability is ``sigmoid(a * z + b * log(1 + likes) + c)``: ``z`` is its score in
+the user's own units (``Ranked.scale``: how far it stands above the average paper of the
+collection, in the spread of the user's scores over the collection) and ``likes`` how many
+papers the user liked (more likes, a surer profile). The three numbers are fitted by logistic
+regression on held-out likes: which of a user's top ``DEPTH`` papers, ranked from the other
+likes, the user went on to like.
+
+``paperrec train`` fits them on the deployment's own feedback (each user's latest likes held
+out, ``jobs.calibrate``) and stores them with the collaborative model version; with too
+little feedback it keeps ``DEFAULT``. ``paperrec evaluate`` fits and measures them on held-out likes
+(``expected_calibration_error``: 10 equal-width bins).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+
+DEPTH = 20  # list items per user the calibration is fitted and measured on
+BINS = 10
+
+
+@dataclass(frozen=True)
+class Calibration:
+    score: float
+    likes: float
+    intercept: float
+    base_rate: float  # the share of list items liked: the probability of a list without likes
+    source: str  # where it was fitted
+
+    def probability(self, z: np.ndarray, likes: int | np.ndarray) -> np.ndarray:
+        """The probability of each item of a list of a user with ``likes`` likes (one count,
+        or one per item); without likes, the base rate."""
+        z = np.asarray(z, dtype=np.float64)
+        likes = np.broadcast_to(np.asarray(likes, dtype=np.float64), z.shape)
+        logit = self.score * z + self.likes * np.log1p(likes) + self.intercept
+        fitted = 1.0 / (1.0 + np.exp(-np.clip(logit, -50, 50)))
+        return np.where(likes > 0, fitted, self.base_rate)
+
+    def to_dict(self) -> dict[str, float | str]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> Calibration:
+        return cls(float(data["score"]), float(data["likes"]),  # type: ignore[arg-type]
+                   float(data["intercept"]), float(data["base_rate"]),  # type: ignore[arg-type]
+                   str(data["source"]))
+
+
+# Fitted by `paperrec evaluate --methods hybrid` on citeulike-a P10 (README, "Evaluation"):
+# the safe default until a deployment has MIN_POSITIVES held-out likes of its own.
+DEFAULT = Calibration(score=0.5, likes=0.0, intercept=-3.0, base_rate=0.05,
+                      source="default (citeulike-a P10)")
+
+
+def fit(z: np.ndarray, likes: np.ndarray, labels: np.ndarray, source: str) -> Calibration:
+    """Logistic regression of the labels (1: liked later) on z and log(1 + likes)."""
+    features = np.column_stack([z, np.log1p(likes)])
+    labels = np.asarray(labels, dtype=np.int64)
+    model = LogisticRegression(C=100.0, max_iter=1000).fit(features, labels)
+    return Calibration(float(model.coef_[0, 0]), float(model.coef_[0, 1]),
+                       float(model.intercept_[0]), float(labels.mean()), source)
+
+
+def expected_calibration_error(probability: np.ndarray, labels: np.ndarray,
+                               bins: int = BINS) -> float:
+    """Mean |share liked - mean probability| over equal-width probability bins, weighted by
+    the items in each bin."""
+    probability = np.asarray(probability, dtype=np.float64)
+    labels = np.asarray(labels, dtype=np.float64)
+    if not len(probability):
+        return 0.0
+    which = np.minimum((probability * bins).astype(np.int64), bins - 1)
+    error = 0.0
+    for b in range(bins):
+        in_bin = which == b
+        if in_bin.any():
+            error += in_bin.sum() * abs(labels[in_bin].mean() - probability[in_bin].mean())
+    return float(error / len(probability))
+
+
+@dataclass
+class Observations:
+    """List items with what calibration needs: z, the user's likes, liked later or not."""
+
+    z: list[np.ndarray]
+    likes: list[np.ndarray]
+    labels: list[np.ndarray]
+
+    @classmethod
+    def empty(cls) -> Observations:
+        return cls([], [], [])
+
+    def add(self, z: np.ndarray, likes: int, labels: np.ndarray) -> None:
+        self.z.append(np.asarray(z, dtype=np.float64))
+        self.likes.append(np.full(len(z), likes, dtype=np.float64))
+        self.labels.append(np.asarray(labels, dtype=np.int64))
+
+    def arrays(self, users: Sequence[int] | None = None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(z, likes, labels) of the items of these users (default: all)."""
+        chosen = range(len(self.z)) if users is None else users
+
+        def joined(parts: list[np.ndarray]) -> np.ndarray:
+            return np.concatenate([parts[u] for u in chosen]) if len(chosen) else np.zeros(0)
+
+        return joined(self.z), joined(self.likes), joined(self.labels)
+
+    @property
+    def positives(self) -> int:
+        return int(sum(int(labels.sum()) for labels in self.labels))
