@@ -20,6 +20,7 @@ from recommender.digest.link_actions import LinkActions
 from recommender.digest.links import LinkSigner, load_secret
 from recommender.digest.subscriptions import SubscriptionStore
 from recommender.embedding.encoders import TextEncoder, shared_embedder
+from recommender.feedback.rules import RuleStore
 from recommender.feedback.store import FeedbackStore
 from recommender.feedback.user_data import UserData
 from recommender.index.store import IndexStore, LiveIndex
@@ -43,6 +44,7 @@ class Components:
     collaborative: LiveVersion[CollaborativeModel]
     feedback: FeedbackStore
     subscriptions: SubscriptionStore
+    rules: RuleStore  # the readers' follow and mute rules
     user_data: UserData
     links: LinkSigner
     link_actions: LinkActions
@@ -66,13 +68,14 @@ def build(settings: Settings, *, embedder: TextEncoder | None = None) -> Compone
                                 settings.index_check_seconds)
     feedback = FeedbackStore(client, keys)
     subscriptions = SubscriptionStore(client, keys)
+    rules = RuleStore(client, keys)
     links = LinkSigner(load_secret(settings.secret_key, settings.data_dir))
-    recommender = Recommender(corpus, index, collaborative, feedback, encoder)
+    recommender = Recommender(corpus, index, collaborative, feedback, encoder, rules)
     return Components(
         settings=settings, redis=client, keys=keys, corpus=corpus, embedder=encoder,
         index_store=index_store, index=index, models=models, collaborative=collaborative,
-        feedback=feedback, subscriptions=subscriptions,
-        user_data=UserData(feedback, [subscriptions]), links=links,
+        feedback=feedback, subscriptions=subscriptions, rules=rules,
+        user_data=UserData(feedback, [subscriptions, rules]), links=links,
         link_actions=LinkActions(links, subscriptions, feedback, corpus),
         recommender=recommender,
         digest=DigestJob(recommender, subscriptions, feedback, corpus, links,

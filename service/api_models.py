@@ -11,6 +11,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from recommender.core.ids import MAX_ID_LENGTH, PAPER_ID_PATTERN, USER_ID_PATTERN
 from recommender.digest.subscriptions import EMAIL_PATTERN, MAX_ITEMS_LIMIT
+from recommender.feedback.rules import MAX_RULES, MAX_VALUE_LENGTH, VALUE_PATTERN
 
 MAX_K = 200  # items in one list, search or similar-papers answer
 MAX_OFFSET = 1000  # how deep a reading list can be paged
@@ -28,6 +29,13 @@ PaperId = Annotated[str, Field(
 LinkToken = Annotated[str, Field(description="A signed token from a digest email.")]
 K = Annotated[int, Field(ge=1, le=MAX_K, description=f"How many items, 1 to {MAX_K}.")]
 Signal = Literal["like", "dislike"]
+RuleAction = Literal["follow", "mute"]
+RuleKind = Literal["author", "keyword"]
+RuleValue = Annotated[str, Field(
+    min_length=1, max_length=MAX_VALUE_LENGTH, pattern=VALUE_PATTERN.pattern,
+    description=f"an author's name or a keyword (a word or a phrase) with a letter or digit, "
+                f"at most {MAX_VALUE_LENGTH} characters",
+    examples=["Yoshua Bengio"])]
 
 
 def _json_integer(value: Any) -> Any:
@@ -46,7 +54,12 @@ def _iso_date(value: Any) -> Any:
 
 JsonInteger = Annotated[int, BeforeValidator(_json_integer)]
 IsoDate = Annotated[dt.date, BeforeValidator(_iso_date)]
-PATH_PARAMETERS: dict[str, Any] = {"user_id": UserId, "paper_id": PaperId, "token": LinkToken}
+PATH_PARAMETERS: dict[str, Any] = {
+    "user_id": UserId, "paper_id": PaperId, "token": LinkToken,
+    "action": Annotated[RuleAction, Field(description="follow: always list its new papers; "
+                                                      "mute: never show its papers")],
+    "kind": Annotated[RuleKind, Field(description="an author's name or a keyword")],
+}
 
 
 class Strict(BaseModel):
@@ -82,6 +95,17 @@ class RecommendationsQuery(Strict):
 
 class FeedbackBody(Strict):
     signal: Signal
+
+
+class RuleBody(Strict):
+    # The value's pattern is Python's (as the library checks it), not the Rust engine's.
+    model_config = ConfigDict(extra="forbid", regex_engine="python-re")
+    value: RuleValue
+
+
+class RuleQuery(Strict):
+    model_config = ConfigDict(extra="forbid", regex_engine="python-re")
+    value: RuleValue
 
 
 class SubscriptionBody(Strict):
@@ -128,7 +152,14 @@ class Popular(BaseModel):
     likes: int
 
 
-Reason = Annotated[SimilarToLiked | SimilarReaders | Popular, Field(discriminator="kind")]
+class FollowedRule(BaseModel):
+    kind: Literal["followed_rule"]
+    rule: str = Field(description='The follow rule that put it first, e.g. "author: Yoshua '
+                                  'Bengio".')
+
+
+Reason = Annotated[SimilarToLiked | SimilarReaders | Popular | FollowedRule,
+                   Field(discriminator="kind")]
 
 
 class Item(BaseModel):
@@ -209,9 +240,33 @@ class DigestRecord(BaseModel):
     message_id: str
 
 
+class RuleOut(BaseModel):
+    action: RuleAction
+    kind: RuleKind
+    value: str = Field(description="As given, with its ends stripped and its spaces collapsed.")
+    created_at: float
+
+
+class RuleChangeOut(BaseModel):
+    user_id: UserId
+    action: RuleAction
+    kind: RuleKind
+    value: str = Field(description="As given, with its ends stripped and its spaces collapsed.")
+    created_at: float
+    created: bool = Field(description="Whether the user had no rule on this author or keyword.")
+    replaced: bool = Field(description="Whether it replaced the other action on it (a follow "
+                                       "replaces a mute, and a mute a follow).")
+
+
+class RulesOut(BaseModel):
+    user_id: UserId
+    rules: list[RuleOut] = Field(description=f"Oldest first; at most {MAX_RULES}.")
+
+
 class ExportOut(BaseModel):
     user_id: UserId
     feedback: list[FeedbackEntry]
     served: list[Served]
     subscription: SubscriptionOut | None
     digests: list[DigestRecord]
+    rules: list[RuleOut]

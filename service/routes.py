@@ -9,6 +9,7 @@ from typing import Any
 from flask import Blueprint, Response, g
 
 from recommender.core.errors import NotFound, PaperrecError
+from recommender.ranking.reader_rules import FOLLOW_WINDOW_DAYS
 from recommender.storage.redis_options import redis_errors
 
 from . import link_pages
@@ -23,6 +24,12 @@ from .api_models import (
     ReadingListOut,
     Ready,
     RecommendationsQuery,
+    RuleAction,
+    RuleBody,
+    RuleChangeOut,
+    RuleKind,
+    RuleQuery,
+    RulesOut,
     SearchOut,
     SearchQuery,
     SimilarOut,
@@ -114,6 +121,40 @@ def get_feedback(user_id: str) -> FeedbackListOut:
     items = components().feedback.get(user_id)
     return FeedbackListOut.model_validate({"user_id": user_id, "items": items},
                                           from_attributes=True)
+
+
+@operation(api, "GET", "/v1/users/<user_id>/rules", summary="A user's follow and mute rules.",
+           tag="rules", response=RulesOut, errors=(503,))
+def get_rules(user_id: str) -> RulesOut:
+    return RulesOut.model_validate({"user_id": user_id, "rules": components().rules.get(user_id)},
+                                   from_attributes=True)
+
+
+@operation(api, "PUT", "/v1/users/<user_id>/rules/<action>/<kind>",
+           summary="Follow or mute an author or a keyword (the same rule again changes nothing).",
+           tag="rules", body=RuleBody, response=RuleChangeOut, errors=(503,),
+           description="Follow: the author's or keyword's new papers always come first in "
+                       "the reading lists and digests, marked `followed_rule` (new: dated on or "
+                       f"after the list's `since`, or without one within {FOLLOW_WINDOW_DAYS} "
+                       "days). Mute: its papers are never shown. An author matches by name "
+                       "(case and accents aside; \"Last, First\" reads as \"First Last\"), a "
+                       "keyword as whole words in the title or abstract. One author or keyword "
+                       "has one rule: following a muted one replaces the mute. 400 beyond the "
+                       "most rules a user may have.")
+def put_rule(user_id: str, action: RuleAction, kind: RuleKind, body: RuleBody) -> RuleChangeOut:
+    change = components().rules.put(user_id, action, kind, body.value, time.time())
+    return RuleChangeOut.model_validate(
+        {**vars(change.rule), "user_id": user_id, "created": change.created,
+         "replaced": change.replaced})
+
+
+@operation(api, "DELETE", "/v1/users/<user_id>/rules/<action>/<kind>",
+           summary="Delete a rule (the value in the query: `?value=Yoshua+Bengio`).",
+           tag="rules", query=RuleQuery, status=204, errors=(404, 503))
+def delete_rule(user_id: str, action: RuleAction, kind: RuleKind, query: RuleQuery) -> Response:
+    if not components().rules.remove(user_id, action, kind, query.value):
+        raise NotFound(f"user {user_id!r} has no rule to {action} the {kind} {query.value!r}")
+    return Response(status=204)
 
 
 @operation(api, "GET", "/v1/users/<user_id>/recommendations",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import email
 import email.policy
+import json
 import re
 from collections.abc import Iterator
 from email.message import EmailMessage
@@ -209,3 +210,42 @@ def test_dry_run_writes_eml_files_and_records_nothing(
     assert b"List-Unsubscribe-Post: List-Unsubscribe=One-Click" in eml.read_bytes()
     assert inbox.messages == []
     assert send(mail_settings, NOW).sent == 1  # still due
+
+
+def test_a_digest_leaves_out_muted_papers_and_puts_followed_ones_first(
+    mail_settings: Settings, inbox: Inbox, like: Any, paper_ids_about: Any, ingest: Any,
+    rebuild: Any, hashing_embedder: Any, tmp_path: Path,
+) -> None:
+    client = create_app(mail_settings).test_client()
+    fed = paper_ids_about(mail_settings, "federated")[0]
+    liked = client.get(f"/v1/papers/{fed}").json
+    extra = tmp_path / "extra.jsonl"
+    extra.write_text(
+        json.dumps({"id": "muller-fed", "title": liked["title"], "abstract": liked["abstract"],
+                    "authors": ["Jürgen Müller"], "date": "2026-11-27"}) + "\n"
+        + json.dumps({"id": "bengio-new", "title": "Protein folding kinetics in yeast",
+                      "abstract": "Calorimetry of chaperones.", "authors": ["Yoshua Bengio"],
+                      "date": "2026-11-20"}) + "\n")
+    ingest(mail_settings, [extra])
+    rebuild(mail_settings, embedder=hashing_embedder)
+    for user in ("ada", "bob"):
+        like(client, user, fed)
+        subscribe(client, user, f"{user}@example.org", frequency="daily", max_items=3)
+    for action, value in (("mute", "Jurgen Muller"), ("follow", "Yoshua Bengio")):
+        response = client.put(f"/v1/users/ada/rules/{action}/author", json={"value": value})
+        assert response.status_code == 200, response.json
+
+    assert send(mail_settings, NOW).sent == 2
+    signer = client.application.extensions["paperrec"].links
+
+    def papers(address: str) -> list[str]:
+        [message] = inbox.to(address)
+        return [signer.verify(url.rsplit("/", 1)[1], NOW).paper_id
+                for url in links(message)["More like this"]]
+
+    assert papers("bob@example.org")[0] == "muller-fed"  # it would rank first
+    assert "bengio-new" not in papers("bob@example.org")
+    ada = papers("ada@example.org")
+    assert ada[0] == "bengio-new" and "muller-fed" not in ada and len(ada) == 3
+    text = inbox.to("ada@example.org")[0].get_body(("plain",)).get_content()  # type: ignore[union-attr]
+    assert "New from an author you follow: Yoshua Bengio" in text  # capitalised in the email

@@ -1,6 +1,10 @@
 """CorpusStore: the papers, in one SQLite file in the data directory.
 
 Readers (the service) and a writer (ingest) can work at once: the database runs in WAL mode.
+Beside each record the store keeps what a reader's rules look up (``recommender.core.matching``):
+each author's normalised name in a B-tree index (``papers_by_author``: exact, one lookup)
+and the folded words of title and abstract in an SQLite FTS5 table (``papers_with_words``:
+a phrase query), so following or muting costs an index lookup, not a scan of the corpus.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from recommender.core.matching import author_key, words
 from recommender.core.papers import Paper
 
 _SCHEMA = """
@@ -24,6 +29,11 @@ CREATE TABLE IF NOT EXISTS papers (
     updated_at REAL NOT NULL,
     day REAL
 );
+CREATE TABLE IF NOT EXISTS paper_authors (name TEXT NOT NULL, paper TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS paper_authors_name ON paper_authors (name);
+CREATE INDEX IF NOT EXISTS paper_authors_paper ON paper_authors (paper);
+-- rowid = papers.rowid; the text is already folded (recommender.core.matching.words)
+CREATE VIRTUAL TABLE IF NOT EXISTS paper_words USING fts5(title, abstract);
 """
 
 
@@ -53,6 +63,11 @@ class CorpusStore:
                 rows = self._db.execute("SELECT id, record FROM papers").fetchall()
                 self._db.executemany("UPDATE papers SET day = ? WHERE id = ?", [
                     (_day(Paper.from_dict(json.loads(record))), pid) for pid, record in rows])
+        words_missing = self._db.execute("SELECT 1 FROM paper_words LIMIT 1").fetchone() is None
+        if words_missing and self._db.execute("SELECT 1 FROM papers LIMIT 1").fetchone():
+            with self._db:  # added with reader rules: index the authors and words of every paper
+                for rowid, record in self._db.execute("SELECT rowid, record FROM papers"):
+                    self._index_for_rules(rowid, Paper.from_dict(json.loads(record)))
 
     def close(self) -> None:
         self._db.close()
@@ -65,13 +80,14 @@ class CorpusStore:
             for paper in papers:
                 record = json.dumps(paper.to_dict(), ensure_ascii=False, sort_keys=True)
                 row = self._db.execute(
-                    "SELECT record FROM papers WHERE id = ?", (paper.id,)
+                    "SELECT record, rowid FROM papers WHERE id = ?", (paper.id,)
                 ).fetchone()
                 if row is None:
-                    self._db.execute(
+                    inserted = self._db.execute(
                         "INSERT INTO papers VALUES (?, ?, ?, ?, ?, ?)",
                         (paper.id, paper.content_hash, record, now, now, _day(paper)),
                     )
+                    self._index_for_rules(inserted.lastrowid, paper)
                     counts.added += 1
                 elif row[0] != record:
                     self._db.execute(
@@ -79,10 +95,48 @@ class CorpusStore:
                         " WHERE id = ?",
                         (paper.content_hash, record, now, _day(paper), paper.id),
                     )
+                    self._index_for_rules(row[1], paper)
                     counts.updated += 1
                 else:
                     counts.unchanged += 1
         return counts
+
+    def _index_for_rules(self, rowid: int | None, paper: Paper) -> None:
+        """(Re)write the paper's author names and words (inside the caller's transaction)."""
+        self._db.execute("DELETE FROM paper_authors WHERE paper = ?", (paper.id,))
+        self._db.executemany("INSERT INTO paper_authors VALUES (?, ?)",
+                             [(key, paper.id) for key in {author_key(a) for a in paper.authors}
+                              if key])
+        self._db.execute("DELETE FROM paper_words WHERE rowid = ?", (rowid,))
+        self._db.execute("INSERT INTO paper_words (rowid, title, abstract) VALUES (?, ?, ?)",
+                         (rowid, " ".join(words(paper.title)), " ".join(words(paper.abstract))))
+
+    def papers_by_author(self, key: str, since_day: float | None = None) -> list[tuple[str, float]]:
+        """(id, day or NaN) of the papers with the author ``key`` (``matching.author_key``),
+        only those dated on or after ``since_day`` when it is given."""
+        return self._ids_and_days(
+            "SELECT p.id, p.day FROM paper_authors a JOIN papers p ON p.id = a.paper"
+            " WHERE a.name = ?", key, since_day)
+
+    def papers_with_words(self, phrase: list[str],
+                          since_day: float | None = None) -> list[tuple[str, float]]:
+        """(id, day or NaN) of the papers whose title or abstract has the consecutive words
+        ``phrase`` (``matching.words``), only those dated on or after ``since_day`` when given."""
+        if not phrase:
+            return []
+        # Words are runs of letters and digits: quoted, they are one FTS5 phrase, never syntax.
+        return self._ids_and_days(
+            "SELECT p.id, p.day FROM paper_words w JOIN papers p ON p.rowid = w.rowid"
+            " WHERE paper_words MATCH ?", '"' + " ".join(phrase) + '"', since_day)
+
+    def _ids_and_days(self, sql: str, value: str,
+                      since_day: float | None) -> list[tuple[str, float]]:
+        args: list[object] = [value]
+        if since_day is not None:
+            sql += " AND p.day >= ?"  # an unknown day (NULL) is never on or after it
+            args.append(since_day)
+        return [(pid, math.nan if day is None else float(day))
+                for pid, day in self._db.execute(sql, args)]
 
     def get(self, paper_id: str) -> Paper | None:
         row = self._db.execute("SELECT record FROM papers WHERE id = ?", (paper_id,)).fetchone()

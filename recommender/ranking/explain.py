@@ -38,7 +38,13 @@ class Popular:
     kind: Literal["popular"] = "popular"
 
 
-Reason = SimilarToLiked | SimilarReaders | Popular
+@dataclass(frozen=True)
+class FollowedRule:
+    rule: str  # the reader's follow rule that put it first, e.g. "author: Yoshua Bengio"
+    kind: Literal["followed_rule"] = "followed_rule"
+
+
+Reason = SimilarToLiked | SimilarReaders | Popular | FollowedRule
 
 
 @dataclass(frozen=True)
@@ -77,6 +83,15 @@ def explain(ids: list[str], ctx: RankingContext, ranked: Ranked,
             [reason for _, _, reason in sorted(parts, key=lambda part: -part[0])],
             [r.paper_id for _, _, r in parts if isinstance(r, SimilarToLiked)]))
     return items
+
+
+def followed(paper_id: str, papers: Mapping[str, Paper], rule_kind: str, rule_value: str,
+             score: float) -> Recommendation:
+    """A new paper of an author or keyword the reader follows, put first by their rule."""
+    where = "from an author" if rule_kind == "author" else "on a keyword"
+    return Recommendation(paper_id, _title(papers, paper_id), round(score, 4),
+                          f"new {where} you follow: {rule_value}",
+                          [FollowedRule(f"{rule_kind}: {rule_value}")])
 
 
 def plain(ids: list[str], hits: list[tuple[int, float]], papers: Mapping[str, Paper],

@@ -137,8 +137,10 @@ def rank(
     served: np.ndarray | None = None,
     exclude_served: bool = False,
     since_day: float | None = None,
+    blocked: np.ndarray | None = None,  # rows never shown (e.g. muted by a reader's rule)
 ) -> Ranked:
     liked = np.asarray(liked, dtype=np.int64)
+    hidden = np.zeros(0, np.int64) if blocked is None else np.asarray(blocked, dtype=np.int64)
     disliked = np.asarray(disliked, dtype=np.int64)
     served = np.zeros(0, np.int64) if served is None else np.asarray(served, dtype=np.int64)
     want = offset + k
@@ -165,7 +167,7 @@ def rank(
         scores = scores + DENSITY_WEIGHT * ctx.density[candidates]
         diversity = COLD_START_DIVERSITY if diversity is None else diversity
 
-    blocked = np.isin(candidates, np.concatenate([liked, disliked]))
+    blocked = np.isin(candidates, np.concatenate([liked, disliked, hidden]))
     if exclude_served:
         blocked |= np.isin(candidates, served)
     else:

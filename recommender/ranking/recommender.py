@@ -18,14 +18,16 @@ from recommender.core.ids import validate_paper_id
 from recommender.core.papers import EPOCH, Paper
 from recommender.corpus.store import CorpusStore
 from recommender.embedding.encoders import TextEncoder
+from recommender.feedback.rules import RuleStore
 from recommender.feedback.store import Feedback, FeedbackStore, Signal
 from recommender.index.content_space import centre_query
 from recommender.index.paper_index import PaperIndex
 from recommender.index.store import LiveIndex
 from recommender.ranking.collaborative import CollaborativeModel
 from recommender.ranking.context import LiveContext
-from recommender.ranking.explain import Recommendation, explain, plain
+from recommender.ranking.explain import Recommendation, explain, followed, plain
 from recommender.ranking.rank import rank
+from recommender.ranking.reader_rules import page, plan_rules
 from recommender.storage.versions import LiveVersion
 
 
@@ -41,8 +43,9 @@ class ReadingList:
 class Recommender:
     def __init__(self, corpus: CorpusStore, index: LiveIndex,
                  collaborative: LiveVersion[CollaborativeModel], feedback: FeedbackStore,
-                 embedder: TextEncoder) -> None:
+                 embedder: TextEncoder, rules: RuleStore | None = None) -> None:
         self._corpus = corpus
+        self._rules = rules
         self._index = index
         self._collaborative = collaborative
         self._feedback = feedback
@@ -90,7 +93,8 @@ class Recommender:
         record: bool = True,
     ) -> ReadingList:
         """The user's reading list; ``record`` remembers it as served (the API does; a digest
-        records only what it mailed)."""
+        records only what it mailed). The user's rules apply (``reader_rules``): muted papers
+        never appear, new papers of followed authors and keywords come first."""
         signals = self._feedback.get(user_id)
         index = self._index.get()
         model = self._collaborative.get()
@@ -99,12 +103,22 @@ class Recommender:
         served = np.asarray([index.row(p) for p in self._feedback.served(user_id)
                              if index.has(p)], dtype=np.int64)
         since_day = None if since is None else float(since.toordinal() - EPOCH)
-        ranked = rank(ctx, _rows(index, signals, "like"), _rows(index, signals, "dislike"), k,
-                      offset=offset, diversity=diversity, served=served,
-                      exclude_served=exclude_served, since_day=since_day)
+        liked, disliked = _rows(index, signals, "like"), _rows(index, signals, "dislike")
+        rules = self._rules.get(user_id) if self._rules is not None else []
+        plan = plan_rules(self._corpus, index, rules, now=now, since_day=since_day, never=(
+            np.concatenate([liked, disliked] + ([served] if exclude_served else []))))
+        first, model_offset, model_k = page(len(plan.followed), offset, k)
+        ranked = rank(ctx, liked, disliked, model_k, offset=model_offset, diversity=diversity,
+                      served=served, exclude_served=exclude_served, since_day=since_day,
+                      blocked=plan.blocked)
         ids = [index.ids[int(r)] for r in ranked.rows]
+        put_first = [(index.ids[row], rule) for row, rule in plan.followed[first]]
         liked_ids = sorted({index.ids[int(r)] for r in ranked.nearest_like if r >= 0})
-        items = explain(index.ids, ctx, ranked, self._corpus.get_many(ids + liked_ids))
+        papers = self._corpus.get_many(ids + liked_ids + [pid for pid, _ in put_first])
+        # Rules rank above the model: a followed paper scores at least what comes after it.
+        top = max([1.0, *(float(s) for s in ranked.scores[:1])])
+        items = [followed(pid, papers, rule.kind, rule.value, top) for pid, rule in put_first]
+        items += explain(index.ids, ctx, ranked, papers)
         if record:
             self._feedback.record_served(user_id, [item.paper_id for item in items], now)
         return ReadingList(user_id, ranked.personalized, items, index.version,

@@ -31,6 +31,11 @@ class RedisKeys:
         """Hash: digest period (e.g. 2026-11-30 or 2026-W49) -> "<unix time> <message id>"."""
         return f"{self.namespace}:user:{validate_user_id(user_id)}:digests"
 
+    def rules(self, user_id: str) -> str:
+        """Hash: "<kind>:<normalised value>" -> JSON {action, value, created_at}: the reader's
+        follow and mute rules, one per author or keyword (recommender.feedback.rules)."""
+        return f"{self.namespace}:user:{validate_user_id(user_id)}:rules"
+
     @property
     def subscribers(self) -> str:
         """Set: every user id with a subscription."""
@@ -58,7 +63,7 @@ class RedisKeys:
     def user_keys(self, user_id: str) -> list[str]:
         """Every key that holds data about one user (for export and erasure)."""
         return [self.feedback(user_id), self.served(user_id), self.subscription(user_id),
-                self.digests(user_id)]
+                self.digests(user_id), self.rules(user_id)]
 
     def pattern(self) -> str:
         """Glob matching every key of this namespace (for erasing a test namespace)."""

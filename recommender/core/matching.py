@@ -1,0 +1,73 @@
+"""How a reader's rules match papers: one normalisation of author names and of words.
+
+Both sides of a comparison go through the same functions: the corpus indexes papers with
+them (``CorpusStore.papers_by_author``, ``papers_with_words``) and the rule store checks
+one paper with them (``RuleStore.muting``), so a lookup and a check cannot disagree.
+
+- ``fold``: Unicode NFKD with the accents dropped, then casefold ("Müller" -> "muller",
+  "Straße" -> "strasse").
+- An **author** matches when one of ``paper.authors`` equals the rule's name after
+  ``author_key``: folded, "." and "," read as spaces, whitespace collapsed, and
+  "Last, First" read as "First Last" (one comma only). Initials are not expanded:
+  "Y. Bengio" and "Yoshua Bengio" are different names.
+- A **keyword** (one word or a phrase) matches when its words occur consecutively, as whole
+  words, in the title or in the abstract: ``words`` splits a folded text into runs of
+  letters and digits, so case, accents and the punctuation between words do not matter
+  ("graph neural" matches "Graph-Neural"), but a part of a word never matches ("graph" does
+  not match "graphs").
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+
+from recommender.core.papers import Paper
+
+_WORD = re.compile(r"[^\W_]+")  # a run of letters and digits (Unicode), after folding
+_NAME_SEPARATORS = re.compile(r"[\s.,]+")
+
+
+def fold(text: str) -> str:
+    """``text`` without accents and case: NFKD, combining marks dropped, casefolded."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+
+
+def display_form(value: str) -> str:
+    """A value as the reader wrote it, with its ends stripped and its spaces collapsed."""
+    return " ".join(value.split())
+
+
+def words(text: str) -> list[str]:
+    """The folded words of ``text``, in order."""
+    return _WORD.findall(fold(text))
+
+
+def author_key(name: str) -> str:
+    """The form author names are compared in ("Bengio, Yoshua" -> "yoshua bengio")."""
+    folded = fold(name)
+    last, comma, first = folded.partition(",")
+    if comma and "," not in first and first.strip():
+        folded = f"{first} {last}"
+    return " ".join(part for part in _NAME_SEPARATORS.split(folded) if part)
+
+
+def has_phrase(text_words: Sequence[str], phrase: Sequence[str]) -> bool:
+    """Whether ``phrase`` occurs as consecutive words of ``text_words``."""
+    n = len(phrase)
+    if not n:
+        return False
+    return any(list(text_words[i : i + n]) == list(phrase)
+               for i in range(len(text_words) - n + 1) if text_words[i] == phrase[0])
+
+
+def author_matches(paper: Paper, key: str) -> bool:
+    """Whether one of the paper's authors is the author ``key`` (made by ``author_key``)."""
+    return any(author_key(name) == key for name in paper.authors)
+
+
+def keyword_matches(paper: Paper, phrase: Sequence[str]) -> bool:
+    """Whether the words ``phrase`` (made by ``words``) occur in the title or the abstract."""
+    return has_phrase(words(paper.title), phrase) or has_phrase(words(paper.abstract), phrase)
