@@ -91,6 +91,9 @@ class RecommendationsQuery(Strict):
     since: IsoDate | None = Field(None, description="Only papers published on or after.")
     exclude_served: bool = Field(False, description=(
         "Leave out papers this user was already shown (by default they are pushed down)."))
+    min_probability: float = Field(0.0, ge=0, le=1, description=(
+        "Leave out papers less likely than this to be worth reading (the list may then be "
+        "shorter than k; new papers of followed authors and keywords always stay)."))
 
 
 class FeedbackBody(Strict):
@@ -169,6 +172,9 @@ class Item(BaseModel):
     reason: str = Field(description="Why, in words.")
     reasons: list[Reason] = Field(description="Why, as data, strongest first.")
     because: list[PaperId] = Field(description="The liked papers behind it.")
+    probability: float | None = Field(None, ge=0, le=1, description=(
+        "How likely this user finds it worth reading (calibrated on held-out likes); set on "
+        "reading-list items, null on search results and similar papers."))
 
 
 class PaperOut(BaseModel):

@@ -163,7 +163,8 @@ def delete_rule(user_id: str, action: RuleAction, kind: RuleKind, query: RuleQue
 def recommendations(user_id: str, query: RecommendationsQuery) -> ReadingListOut:
     reading_list = components().recommender.recommend(
         user_id, query.k, now=time.time(), offset=query.offset, diversity=query.diversity,
-        since=query.since, exclude_served=query.exclude_served)
+        since=query.since, exclude_served=query.exclude_served,
+        min_probability=query.min_probability)
     return ReadingListOut.model_validate(reading_list, from_attributes=True)
 
 

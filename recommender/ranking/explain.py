@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+import numpy as np
+
 from recommender.core.papers import Paper
 from recommender.ranking.rank import COLLABORATIVE_WEIGHT, Ranked, RankingContext
 
@@ -55,11 +57,14 @@ class Recommendation:
     reason: str  # why, in words
     reasons: list[Reason] = field(default_factory=list)  # why, as data, strongest first
     because: list[str] = field(default_factory=list)  # ids of the liked papers behind it
+    # How likely the user finds it worth reading (calibration.py); None outside reading lists.
+    probability: float | None = None
 
 
 def explain(ids: list[str], ctx: RankingContext, ranked: Ranked,
-            papers: Mapping[str, Paper]) -> list[Recommendation]:
-    """One recommendation per ranked row; ``papers`` holds the ranked and the liked papers."""
+            papers: Mapping[str, Paper], probability: np.ndarray) -> list[Recommendation]:
+    """One recommendation per ranked row; ``papers`` holds the ranked and the liked papers,
+    ``probability`` the calibrated probability of each row."""
     items = []
     for pos, row in enumerate(int(r) for r in ranked.rows):
         parts: list[tuple[float, str, Reason]] = []
@@ -81,17 +86,20 @@ def explain(ids: list[str], ctx: RankingContext, ranked: Ranked,
         items.append(Recommendation(
             ids[row], _title(papers, ids[row]), round(float(ranked.scores[pos]), 4), words,
             [reason for _, _, reason in sorted(parts, key=lambda part: -part[0])],
-            [r.paper_id for _, _, r in parts if isinstance(r, SimilarToLiked)]))
+            [r.paper_id for _, _, r in parts if isinstance(r, SimilarToLiked)],
+            round(float(probability[pos]), 4)))
     return items
 
 
 def followed(paper_id: str, papers: Mapping[str, Paper], rule_kind: str, rule_value: str,
-             score: float) -> Recommendation:
-    """A new paper of an author or keyword the reader follows, put first by their rule."""
+             score: float, probability: float) -> Recommendation:
+    """A new paper of an author or keyword the reader follows, put first by their rule;
+    ``probability``: the model's, as for any item."""
     where = "from an author" if rule_kind == "author" else "on a keyword"
     return Recommendation(paper_id, _title(papers, paper_id), round(score, 4),
                           f"new {where} you follow: {rule_value}",
-                          [FollowedRule(f"{rule_kind}: {rule_value}")])
+                          [FollowedRule(f"{rule_kind}: {rule_value}")],
+                          probability=round(probability, 4))
 
 
 def plain(ids: list[str], hits: list[tuple[int, float]], papers: Mapping[str, Paper],

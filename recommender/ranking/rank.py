@@ -126,6 +126,80 @@ class Ranked:
     scale: float = 1.0
 
 
+@dataclass
+class Scores:
+    """The score of some rows for one user, part by part, before anything is left out."""
+
+    rows: np.ndarray
+    vectors: np.ndarray  # their retrieval vectors
+    total: np.ndarray  # what the list is ordered by
+    content: np.ndarray
+    popularity: np.ndarray
+    collaborative: np.ndarray
+    dislike: np.ndarray  # subtracted: closeness to a disliked paper
+    served: np.ndarray  # subtracted: served before (0 when served papers are left out)
+    scale: float  # the spread of the user's content scores over the collection (Ranked.scale)
+
+
+def score(
+    ctx: RankingContext,
+    liked: np.ndarray,
+    disliked: np.ndarray,
+    *,
+    rows: np.ndarray | None = None,
+    want: int = 0,
+    served: np.ndarray | None = None,
+    exclude_served: bool = False,
+) -> Scores:
+    """Every part of the score of ``rows``; by default of every paper worth scoring for a
+    list of ``want`` (all of them over an exact index, the candidates over an approximate
+    one). ``rank`` orders these; why-not reads one paper's."""
+    liked = np.asarray(liked, dtype=np.int64)
+    disliked = np.asarray(disliked, dtype=np.int64)
+    served = np.zeros(0, np.int64) if served is None else np.asarray(served, dtype=np.int64)
+    cf_all = _collaborative(ctx, liked)
+    direction = _direction(ctx, liked)
+    if rows is None:
+        rows = _candidates(ctx, liked, direction, cf_all, want)
+    # Every paper, or some: indexing a memory-mapped array copies, so only then.
+    vecs = np.asarray(ctx.vectors) if rows is None else ctx.vectors[rows]
+    rows = np.arange(len(ctx.item_ids)) if rows is None else np.asarray(rows, dtype=np.int64)
+    if direction is None:
+        content = np.zeros(len(rows), np.float32)
+    else:
+        content = vecs @ direction - float(ctx.statistics.mean @ direction)
+    popularity = ctx.popularity[rows] * _popularity_weight(len(liked))
+    collaborative = cf_all[rows]
+    dislike = np.zeros(len(rows), np.float32)
+    if len(disliked):
+        dislike_sim = (vecs @ ctx.vectors[disliked].T).max(axis=1)
+        dislike = DISLIKE_WEIGHT * np.maximum(dislike_sim - DISLIKE_FLOOR, 0.0)
+    again = (np.zeros(len(rows), np.float32) if exclude_served
+             else SERVED_PENALTY * np.isin(rows, served).astype(np.float32))
+    total = content + popularity + collaborative - dislike - again
+    if not len(liked):
+        total = total + DENSITY_WEIGHT * ctx.density[rows]
+    scale = 1.0 if direction is None else float(np.sqrt(max(
+        direction @ ctx.statistics.covariance @ direction, 1e-12)))
+    return Scores(rows, vecs, total, content, popularity, collaborative, dislike, again, scale)
+
+
+def left_out(ctx: RankingContext, rows: np.ndarray, liked: np.ndarray, disliked: np.ndarray,
+             *, served: np.ndarray | None = None, exclude_served: bool = False,
+             since_day: float | None = None, blocked: np.ndarray | None = None) -> np.ndarray:
+    """Which of ``rows`` a list never shows: rated, blocked, served (when served papers are
+    left out), or dated before ``since_day`` (unknown dates too)."""
+    out = np.isin(rows, np.concatenate([np.asarray(liked, np.int64),
+                                        np.asarray(disliked, np.int64),
+                                        np.zeros(0, np.int64) if blocked is None
+                                        else np.asarray(blocked, np.int64)]))
+    if exclude_served and served is not None:
+        out |= np.isin(rows, served)
+    if since_day is not None and ctx.dates is not None:
+        out |= ~(ctx.dates[rows] >= since_day)
+    return out
+
+
 def rank(
     ctx: RankingContext,
     liked: np.ndarray,
@@ -140,53 +214,31 @@ def rank(
     blocked: np.ndarray | None = None,  # rows never shown (e.g. muted by a reader's rule)
 ) -> Ranked:
     liked = np.asarray(liked, dtype=np.int64)
-    hidden = np.zeros(0, np.int64) if blocked is None else np.asarray(blocked, dtype=np.int64)
-    disliked = np.asarray(disliked, dtype=np.int64)
-    served = np.zeros(0, np.int64) if served is None else np.asarray(served, dtype=np.int64)
     want = offset + k
-    cf_all = _collaborative(ctx, liked)
-    direction = _direction(ctx, liked)
-    candidates = _candidates(ctx, liked, direction, cf_all, want)
-
-    # Every paper, or the candidates: indexing a memory-mapped array copies, so only then.
-    vecs = np.asarray(ctx.vectors) if candidates is None else ctx.vectors[candidates]
-    if candidates is None:
-        candidates = np.arange(len(ctx.item_ids))
-    if direction is None:
-        content = np.zeros(len(candidates), np.float32)
-    else:
-        content = vecs @ direction - float(ctx.statistics.mean @ direction)
-    popularity = ctx.popularity[candidates] * _popularity_weight(len(liked))
-    collaborative = cf_all[candidates]
-    penalty = np.zeros(len(candidates), np.float32)
-    if len(disliked):
-        dislike_sim = (vecs @ ctx.vectors[disliked].T).max(axis=1)
-        penalty = DISLIKE_WEIGHT * np.maximum(dislike_sim - DISLIKE_FLOOR, 0.0)
-    scores = content + popularity + collaborative - penalty
+    parts = score(ctx, liked, disliked, want=want, served=served,
+                  exclude_served=exclude_served)
     if not len(liked):
-        scores = scores + DENSITY_WEIGHT * ctx.density[candidates]
         diversity = COLD_START_DIVERSITY if diversity is None else diversity
+    hidden = left_out(ctx, parts.rows, liked, disliked, served=served,
+                      exclude_served=exclude_served, since_day=since_day, blocked=blocked)
+    scores = np.where(hidden, -np.inf, parts.total)
 
-    blocked = np.isin(candidates, np.concatenate([liked, disliked, hidden]))
-    if exclude_served:
-        blocked |= np.isin(candidates, served)
-    else:
-        scores = scores - SERVED_PENALTY * np.isin(candidates, served)
-    if since_day is not None and ctx.dates is not None:
-        blocked |= ~(ctx.dates[candidates] >= since_day)  # unknown dates fail too
-    scores = np.where(blocked, -np.inf, scores)
+    order = _top(scores, parts.vectors, want, diversity or 0.0)[offset:want]
+    nearest, nearest_sim = nearest_likes(ctx, parts.vectors[order], liked)
+    return Ranked(parts.rows[order], scores[order], parts.content[order], nearest, nearest_sim,
+                  parts.collaborative[order], parts.popularity[order], bool(len(liked)),
+                  parts.scale)
 
-    order = _top(scores, vecs, want, diversity or 0.0)[offset:want]
-    nearest = np.full(len(order), -1, np.int64)
-    nearest_sim = np.zeros(len(order), np.float32)
-    if len(liked) and len(order):
-        sims = vecs[order] @ ctx.vectors[liked].T
-        best = sims.argmax(axis=1)
-        nearest, nearest_sim = liked[best], sims[np.arange(len(order)), best]
-    scale = 1.0 if direction is None else float(np.sqrt(max(
-        direction @ ctx.statistics.covariance @ direction, 1e-12)))
-    return Ranked(candidates[order], scores[order], content[order], nearest, nearest_sim,
-                  collaborative[order], popularity[order], bool(len(liked)), scale)
+
+def nearest_likes(ctx: RankingContext, vectors: np.ndarray,
+                  liked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each vector, the liked row closest to it and their cosine (-1 and 0 without
+    likes)."""
+    if not len(liked) or not len(vectors):
+        return np.full(len(vectors), -1, np.int64), np.zeros(len(vectors), np.float32)
+    sims = vectors @ ctx.vectors[liked].T
+    best = sims.argmax(axis=1)
+    return liked[best], sims[np.arange(len(vectors)), best]
 
 
 def _direction(ctx: RankingContext, liked: np.ndarray) -> np.ndarray | None:

@@ -23,10 +23,11 @@ from recommender.feedback.store import Feedback, FeedbackStore, Signal
 from recommender.index.content_space import centre_query
 from recommender.index.paper_index import PaperIndex
 from recommender.index.store import LiveIndex
+from recommender.ranking.calibration import DEFAULT as DEFAULT_CALIBRATION
 from recommender.ranking.collaborative import CollaborativeModel
 from recommender.ranking.context import LiveContext
 from recommender.ranking.explain import Recommendation, explain, followed, plain
-from recommender.ranking.rank import rank
+from recommender.ranking.rank import rank, score
 from recommender.ranking.reader_rules import page, plan_rules
 from recommender.storage.versions import LiveVersion
 
@@ -90,11 +91,14 @@ class Recommender:
         diversity: float | None = None,
         since: dt.date | None = None,
         exclude_served: bool = False,
+        min_probability: float = 0.0,
         record: bool = True,
     ) -> ReadingList:
         """The user's reading list; ``record`` remembers it as served (the API does; a digest
         records only what it mailed). The user's rules apply (``reader_rules``): muted papers
-        never appear, new papers of followed authors and keywords come first."""
+        never appear, new papers of followed authors and keywords come first. Each item has
+        its calibrated ``probability``; the model's items below ``min_probability`` are left
+        out (the list is then shorter than ``k``; followed papers always stay)."""
         signals = self._feedback.get(user_id)
         index = self._index.get()
         model = self._collaborative.get()
@@ -115,10 +119,19 @@ class Recommender:
         put_first = [(index.ids[row], rule) for row, rule in plan.followed[first]]
         liked_ids = sorted({index.ids[int(r)] for r in ranked.nearest_like if r >= 0})
         papers = self._corpus.get_many(ids + liked_ids + [pid for pid, _ in put_first])
+        calibrated = model.calibration if model is not None else DEFAULT_CALIBRATION
+        first_rows = np.asarray([row for row, _ in plan.followed[first]], dtype=np.int64)
+        first_scores = score(ctx, liked, disliked, rows=first_rows, served=served,
+                             exclude_served=exclude_served)
+        first_probability = calibrated.probability(
+            first_scores.total / first_scores.scale, len(liked))
         # Rules rank above the model: a followed paper scores at least what comes after it.
         top = max([1.0, *(float(s) for s in ranked.scores[:1])])
-        items = [followed(pid, papers, rule.kind, rule.value, top) for pid, rule in put_first]
-        items += explain(index.ids, ctx, ranked, papers)
+        items = [followed(pid, papers, rule.kind, rule.value, top, float(p))
+                 for (pid, rule), p in zip(put_first, first_probability, strict=True)]
+        probability = calibrated.probability(ranked.scores / ranked.scale, len(liked))
+        items += [item for item in explain(index.ids, ctx, ranked, papers, probability)
+                  if (item.probability or 0.0) >= min_probability]
         if record:
             self._feedback.record_served(user_id, [item.paper_id for item in items], now)
         return ReadingList(user_id, ranked.personalized, items, index.version,
