@@ -39,6 +39,7 @@ class ReadingList:
     items: list[Recommendation]
     index_version: str
     model_version: str | None
+    left_out_as_unlikely: int = 0  # items below min_probability (the list is that much shorter)
 
 
 class Recommender:
@@ -98,7 +99,8 @@ class Recommender:
         records only what it mailed). The user's rules apply (``reader_rules``): muted papers
         never appear, new papers of followed authors and keywords come first. Each item has
         its calibrated ``probability``; the model's items below ``min_probability`` are left
-        out (the list is then shorter than ``k``; followed papers always stay)."""
+        out (the list is then shorter than ``k``; followed papers always stay, and a list
+        without likes is not cut: all its items have the same, base-rate probability)."""
         signals = self._feedback.get(user_id)
         index = self._index.get()
         model = self._collaborative.get()
@@ -130,12 +132,16 @@ class Recommender:
         items = [followed(pid, papers, rule.kind, rule.value, top, float(p))
                  for (pid, rule), p in zip(put_first, first_probability, strict=True)]
         probability = calibrated.probability(ranked.scores / ranked.scale, len(liked))
-        items += [item for item in explain(index.ids, ctx, ranked, papers, probability)
-                  if (item.probability or 0.0) >= min_probability]
+        ranked_items = explain(index.ids, ctx, ranked, papers, probability)
+        # Without likes every item has the base rate: nothing to tell them apart, so a
+        # newcomer's list (and first digest) is not cut.
+        floor = min_probability if ranked.personalized else 0.0
+        likely = [item for item in ranked_items if (item.probability or 0.0) >= floor]
+        items += likely
         if record:
             self._feedback.record_served(user_id, [item.paper_id for item in items], now)
         return ReadingList(user_id, ranked.personalized, items, index.version,
-                           self._collaborative.version)
+                           self._collaborative.version, len(ranked_items) - len(likely))
 
     def _plain(self, index: PaperIndex, hits: list[tuple[int, float]],
                reason: str) -> list[Recommendation]:
