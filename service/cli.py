@@ -159,11 +159,17 @@ methods:
               (the corpus mean subtracted, renormalised); no CF, popularity or neighbours
   content-augmented
               the same over the service's content space: centred vectors blended with
-              their neighbours, each liked paper expanded with its neighbours; no CF or
+              their neighbours (the hybrid's content without its Fisher term); no CF or
               popularity
   cf          collaborative filtering alone (CollaborativeModel)
   tfidf-svm   arxiv-sanity: TF-IDF and a linear SVM per user (sampled negatives)
   hybrid      the production ranking (what the service serves)
+
+hybrid's report also has "calibration": the probability of its top-20 items (Platt scaling
+of the score, ranking/calibration.py) fitted on the held-out likes of one half of the users
+and measured on the other half, then the other way round: "ece" is the expected calibration
+error over 10 bins; "thresholds" says, for min_probability values, the share of the items
+kept and how many of those were liked; "fitted" is the fit on all users.
 
 hybrid ranks through the service's own ranking context, over an index version built as
 `paperrec rebuild-index` builds one (in a temporary directory). --index picks its kind: auto
