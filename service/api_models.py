@@ -292,6 +292,7 @@ class CloseToDisliked(BaseModel):
     paper_id: PaperId = Field(description="The disliked paper it is closest to.")
     similarity: float
     penalty: float = Field(description="What that takes off its score.")
+    rank_without_penalty: int = Field(description="Where it would rank without it.")
 
 
 class Outranked(BaseModel):

@@ -167,6 +167,9 @@ def test_a_paper_close_to_a_disliked_one_says_which(
     close = next(b for b in answer["blockers"] if b["kind"] == "close_to_disliked")
     assert close["paper_id"] == fed[1] and close["similarity"] > 0.9
     assert close["penalty"] == answer["parts"]["dislike_penalty"] > 0
+    disliked_title = client.get(f"/v1/papers/{fed[1]}").json["title"]
+    assert close["detail"].startswith(f"It is close to '{disliked_title[:40]}")
+    assert 1 <= close["rank_without_penalty"] < answer["rank"]
     assert "outranked" in kinds(answer)
 
 
@@ -214,3 +217,19 @@ def test_unknown_papers_unindexed_papers_and_bad_ids(
     offset = client.get(f"/v1/users/ada/recommendations/why-not/{paper}?offset=3")
     assert offset.status_code == 400 and "unknown query parameter(s): offset" in offset.json[
         "error"]["message"]
+
+
+def test_over_an_approximate_index_the_rank_is_an_estimate_that_matches_the_list(
+    sample_settings: Settings, make_app: Callable[[Settings], Any], like: Like,
+    rebuild: Callable[..., Any], hashing_embedder: Any, paper_ids_about: PapersAbout,
+) -> None:
+    hnsw = sample_settings.replace(exact_index_max=10)
+    rebuild(hnsw, full=True, embedder=hashing_embedder)
+    client = make_app(hnsw).test_client()
+    like(client, "ada", paper_ids_about(hnsw, "federated")[0])
+    like(client, "bob", paper_ids_about(hnsw, "federated")[0])
+    listed = items(client, "bob", "k=30&diversity=0")
+    for position in (1, 7, 30):
+        answer = why_not(client, "ada", listed[position - 1]["paper_id"], "k=5")
+        assert answer["rank_is_estimate"] is True
+        assert answer["rank"] == position and answer["in_list"] == (position <= 5)

@@ -24,7 +24,13 @@ import numpy as np
 from recommender.core.papers import EPOCH, Paper
 from recommender.feedback.rules import Rule, first_match
 from recommender.ranking.calibration import Calibration
-from recommender.ranking.explain import Reason, Recommendation, explain, followed
+from recommender.ranking.explain import (
+    Reason,
+    Recommendation,
+    explain,
+    followed,
+    short_title,
+)
 from recommender.ranking.rank import (
     Ranked,
     RankingContext,
@@ -85,6 +91,7 @@ class CloseToDisliked:
     paper_id: str  # the disliked paper it is closest to
     similarity: float  # their cosine
     penalty: float  # what the closeness subtracts from the score
+    rank_without_penalty: int  # where it would rank without it
     kind: Literal["close_to_disliked"] = "close_to_disliked"
 
 
@@ -183,7 +190,8 @@ def why_not(
     blockers = _kept_out(paper, row, ctx, liked, disliked, served, rules, settings,
                          probability, followed=row in first, papers=papers)
     if rank > k:
-        blockers += _outranked(row, ctx, mine, disliked, first, others, rank, k, total)
+        blockers += _outranked(row, ctx, mine, disliked, first, others, rank, k, total,
+                               papers)
     in_list = not blockers
     summary = (f"It is {_ordinal(rank)} on your list of {k} (score {total:.4f})." if in_list
                else " ".join(b.detail for b in blockers))
@@ -250,8 +258,8 @@ def _kept_out(paper: Paper, row: int, ctx: RankingContext, liked: np.ndarray,
 
 
 def _outranked(row: int, ctx: RankingContext, mine: Scores, disliked: np.ndarray,
-               first: list[int], others: np.ndarray, rank: int, k: int,
-               total: float) -> list[Blocker]:
+               first: list[int], others: np.ndarray, rank: int, k: int, total: float,
+               papers: Callable[[list[str]], Mapping[str, Paper]]) -> list[Blocker]:
     """Papers scoring higher fill the list; a dislike penalty may be what pushed it down."""
     at = k - len(first) - 1  # the k-th item's place among the model's papers
     # Followed papers come first and score at least what comes after them (recommend).
@@ -265,10 +273,14 @@ def _outranked(row: int, ctx: RankingContext, mine: Scores, disliked: np.ndarray
         sims = ctx.vectors[disliked] @ mine.vectors[0]
         nearest = int(np.argmax(sims))
         disliked_id = ctx.item_ids[int(disliked[nearest])]
+        found = papers([disliked_id]).get(disliked_id)
+        title = short_title(found.title if found else disliked_id)
+        without = len(first) + 1 + int(np.sum(others > total + penalty))
         blockers.append(CloseToDisliked(
-            f"It is close to {disliked_id!r}, which you disliked (cosine "
-            f"{float(sims[nearest]):.4f}): that takes {penalty:.4f} off its score.",
-            disliked_id, round(float(sims[nearest]), 4), round(penalty, 4)))
+            f"It is close to '{title}' that you disliked (cosine {float(sims[nearest]):.4f}): "
+            f"that takes {penalty:.4f} off its score; without it, it would rank "
+            f"{_ordinal(without)}.", disliked_id, round(float(sims[nearest]), 4),
+            round(penalty, 4), without))
     return blockers
 
 
