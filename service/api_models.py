@@ -10,7 +10,11 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from recommender.core.ids import MAX_ID_LENGTH, PAPER_ID_PATTERN, USER_ID_PATTERN
-from recommender.digest.subscriptions import EMAIL_PATTERN, MAX_ITEMS_LIMIT
+from recommender.digest.subscriptions import (
+    DEFAULT_MIN_PROBABILITY,
+    EMAIL_PATTERN,
+    MAX_ITEMS_LIMIT,
+)
 from recommender.feedback.rules import MAX_RULES, MAX_VALUE_LENGTH, VALUE_PATTERN
 
 MAX_K = 200  # items in one list, search or similar-papers answer
@@ -89,7 +93,8 @@ ExcludeServed = Annotated[bool, Field(description=(
     "Leave out papers this user was already shown (by default they are pushed down)."))]
 MinProbability = Annotated[float, Field(ge=0, le=1, description=(
     "Leave out papers less likely than this to be worth reading (the list may then be "
-    "shorter than k; new papers of followed authors and keywords always stay)."))]
+    "shorter than k; new papers of followed authors and keywords always stay, and a "
+    "list for a user without likes is not cut)."))]
 
 
 class RecommendationsQuery(Strict):
@@ -131,6 +136,9 @@ class SubscriptionBody(Strict):
                        examples=["ada@example.org"])
     frequency: Literal["daily", "weekly"] = "weekly"
     max_items: JsonInteger = Field(10, ge=1, le=MAX_ITEMS_LIMIT)
+    min_probability: float = Field(DEFAULT_MIN_PROBABILITY, ge=0, le=1, description=(
+        "Send only papers at least this likely to be worth reading; a period with none "
+        "sends no email."))
 
 
 # --- responses --------------------------------------------------------------------------
@@ -339,6 +347,7 @@ class SubscriptionOut(BaseModel):
     email: str
     frequency: Literal["daily", "weekly"]
     max_items: int
+    min_probability: float
     created_at: float
 
 

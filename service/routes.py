@@ -194,7 +194,8 @@ def why_not(user_id: str, paper_id: str, query: WhyNotQuery) -> WhyNotOut:
            body=SubscriptionBody, response=SubscriptionOut, errors=(503,))
 def put_subscription(user_id: str, body: SubscriptionBody) -> SubscriptionOut:
     subscription = components().subscriptions.set(user_id, body.email, body.frequency,
-                                                  body.max_items, time.time())
+                                                  body.max_items, time.time(),
+                                                  body.min_probability)
     return SubscriptionOut.model_validate(subscription, from_attributes=True)
 
 

@@ -73,6 +73,9 @@ def send(settings: Settings, now: float, dry_run_dir: Path | None = None) -> Dig
 
 
 def subscribe(client: Any, user: str, address: str, **extra: Any) -> None:
+    """Subscribe with every item worth sending (``min_probability`` 0) unless a test sets its
+    own bar: the sample corpus with the hashing embedder says little about probability."""
+    extra.setdefault("min_probability", 0.0)
     response = client.put(f"/v1/users/{user}/subscription", json={"email": address, **extra})
     assert response.status_code == 200, response.json
 
@@ -249,3 +252,48 @@ def test_a_digest_leaves_out_muted_papers_and_puts_followed_ones_first(
     assert ada[0] == "bengio-new" and "muller-fed" not in ada and len(ada) == 3
     text = inbox.to("ada@example.org")[0].get_body(("plain",)).get_content()  # type: ignore[union-attr]
     assert "New from an author you follow: Yoshua Bengio" in text  # capitalised in the email
+
+
+def test_a_quiet_week_sends_nothing_and_the_summary_says_why(
+    mail_settings: Settings, inbox: Inbox, like: Any, paper_ids_about: Any
+) -> None:
+    """A digest sends only papers at least ``min_probability`` likely to be worth reading:
+    the same likes with a bar no paper reaches send no email, with one every paper reaches
+    the full list, each item with its probability."""
+    client = create_app(mail_settings).test_client()
+    for user in ("ada", "bob", "cy"):  # cy: the same list through the API
+        for paper_id in paper_ids_about(mail_settings, "federated")[:3]:
+            like(client, user, paper_id)
+    subscribe(client, "ada", "ada@example.org", frequency="daily", max_items=5,
+              min_probability=0.0)
+    subscribe(client, "bob", "bob@example.org", frequency="daily", max_items=5,
+              min_probability=1.0)
+    assert client.get("/v1/users/bob/subscription").json["min_probability"] == 1.0
+
+    summary = send(mail_settings, NOW)
+    assert summary.sent == 1 and summary.skipped["nothing above min_probability"] == 1
+    assert inbox.to("bob@example.org") == []
+    [message] = inbox.to("ada@example.org")
+    assert len(links(message)["More like this"]) == 5
+    listed = client.get("/v1/users/cy/recommendations?k=5").json["items"]
+    text = message.get_body(("plain",)).get_content()  # type: ignore[union-attr]
+    shown = [f"({round(item['probability'] * 100)}% likely worth reading)" for item in listed]
+    assert all(0 < item["probability"] < 1 for item in listed)
+    assert all(words in " ".join(text.split()) for words in shown)
+
+
+def test_min_probability_cuts_the_list_where_the_probability_falls_below_it(
+    mail_settings: Settings, like: Any, paper_ids_about: Any
+) -> None:
+    client = create_app(mail_settings).test_client()
+    for user in ("ada", "bob"):  # each list is recorded as served: bob asks the second
+        for paper_id in paper_ids_about(mail_settings, "federated")[:3]:
+            like(client, user, paper_id)
+    full = client.get("/v1/users/ada/recommendations?k=20").json["items"]
+    chances = [item["probability"] for item in full]
+    assert chances == sorted(chances, reverse=True) and chances[0] > chances[-1]
+    bar = chances[len(chances) // 2]
+    cut = client.get(f"/v1/users/bob/recommendations?k=20&min_probability={bar}").json["items"]
+    assert [item["paper_id"] for item in cut] == [
+        item["paper_id"] for item in full if item["probability"] >= bar]
+    assert client.get("/v1/users/ada/recommendations?min_probability=1.5").status_code == 400

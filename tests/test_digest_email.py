@@ -29,7 +29,7 @@ ABSTRACT = ("Federated learning often suffers from degraded generalization under
 
 def item(n: int, title: str, url: str | None = None,
          reason: str = "liked by 2 readers") -> DigestItem:
-    return DigestItem(f"pl-{n:016x}", title, url, ABSTRACT, reason,
+    return DigestItem(f"pl-{n:016x}", title, url, ABSTRACT, reason, 0.3,
                       f"{LINKS}like-{n}", f"{LINKS}dislike-{n}")
 
 

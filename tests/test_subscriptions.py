@@ -10,6 +10,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from recommender.core.config import Settings
+from recommender.digest.subscriptions import DEFAULT_MIN_PROBABILITY
 from service import create_app
 from service.state import components
 
@@ -33,7 +34,10 @@ def test_a_subscription_is_created_read_and_deleted(client: FlaskClient) -> None
     body = {"email": "ada@example.org", "frequency": "daily", "max_items": 5}
     created = client.put("/v1/users/ada/subscription", json=body).json
     assert {k: created[k] for k in body} == body
+    assert created["min_probability"] == DEFAULT_MIN_PROBABILITY  # not given: the default
     assert client.get("/v1/users/ada/subscription").json == created
+    body["min_probability"] = 0.25
+    assert client.put("/v1/users/ada/subscription", json=body).json["min_probability"] == 0.25
     assert client.delete("/v1/users/ada/subscription").status_code == 204
     gone = client.get("/v1/users/ada/subscription")
     assert gone.status_code == 404 and "no digest subscription" in gone.json["error"]["message"]
@@ -48,6 +52,8 @@ def test_a_subscription_is_created_read_and_deleted(client: FlaskClient) -> None
     ({"email": "ada@example.org", "max_items": 0}, "max_items must be between 1 and 50"),
     ({"email": "ada@example.org", "max_items": "10"}, "max_items: should be a whole number"),
     ({"email": "ada@example.org", "colour": "blue"}, "unknown field(s): colour"),
+    ({"email": "ada@example.org", "min_probability": 2}, "min_probability must be between"),
+    ({"email": "ada@example.org", "min_probability": "high"}, "min_probability: "),
 ])
 def test_a_bad_subscription_is_a_400_that_says_why(
     client: FlaskClient, body: dict, words: str  # type: ignore[type-arg]

@@ -79,6 +79,9 @@ def test_a_reader_without_feedback_gets_an_answer(
     answer = why_not(client, "newcomer", paper, "k=40")
     assert answer["personalized"] is False and answer["in_list"] is True
     assert answer["parts"]["content"] == 0 and 1 <= answer["rank"] <= 38
+    # min_probability does not cut a list without likes: all its items have the base rate.
+    assert why_not(client, "newcomer", paper, "k=40&min_probability=0.99")["in_list"] is True
+    assert paper in [i["paper_id"] for i in items(client, "newcomer", "k=40&min_probability=0.99")]
 
 
 def test_an_outranked_paper_says_by_how_much(

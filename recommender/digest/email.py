@@ -37,6 +37,7 @@ class DigestItem:
     url: str | None  # the paper's own link; only http(s) links are shown
     abstract: str  # display text; the email shows about its first EXCERPT_CHARS characters
     reason: str  # e.g. "similar to 'X' that you liked"
+    probability: float | None  # how likely it is worth reading (shown as a percentage)
     more_like_this_url: str  # one-click link that records a like
     not_interested_url: str  # one-click link that records a dislike
 

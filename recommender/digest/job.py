@@ -112,9 +112,12 @@ class DigestJob:
             return
         summary.due += 1
         reading = self.recommender.recommend(sub.user_id, sub.max_items, now=now,
-                                             exclude_served=True, record=False)
+                                             exclude_served=True, record=False,
+                                             min_probability=sub.min_probability)
         if not reading.items:
-            summary.skipped["nothing new"] += 1
+            # A quiet period: new papers there were, none likely enough to be worth an email.
+            why = "nothing above min_probability" if reading.left_out_as_unlikely else "nothing new"
+            summary.skipped[why] += 1
             return
         papers = self.corpus.get_many([item.paper_id for item in reading.items])
 
@@ -125,7 +128,7 @@ class DigestJob:
         items = [DigestItem(item.paper_id, item.title,
                             papers[item.paper_id].url if item.paper_id in papers else None,
                             papers[item.paper_id].abstract if item.paper_id in papers else "",
-                            item.reason, link("like", item.paper_id),
+                            item.reason, item.probability, link("like", item.paper_id),
                             link("dislike", item.paper_id))
                  for item in reading.items]
         unsubscribe = link("unsubscribe", None)

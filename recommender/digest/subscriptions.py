@@ -18,6 +18,10 @@ from recommender.storage.redis_options import redis_errors
 
 Frequency = Literal["daily", "weekly"]
 MAX_ITEMS_LIMIT = 50
+# A digest sends only papers at least this likely to be worth reading (ranking/calibration.py;
+# README, "Evaluation": the threshold at which the evaluation's list items were liked about
+# twice as often as list items on average). Subscriptions made before it existed get it too.
+DEFAULT_MIN_PROBABILITY = 0.1
 # Deliberately plain: one @, a dotted domain, no spaces or control characters (which would
 # let a value break out of an email header).
 EMAIL_PATTERN = re.compile(r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$")
@@ -30,6 +34,7 @@ class Subscription:
     frequency: Frequency
     max_items: int
     created_at: float
+    min_probability: float = DEFAULT_MIN_PROBABILITY
 
 
 @dataclass(frozen=True)
@@ -45,17 +50,17 @@ class SubscriptionStore:
         self._keys = keys
 
     def set(self, user_id: str, email: str, frequency: Frequency, max_items: int,
-            now: float) -> Subscription:
+            now: float, min_probability: float = DEFAULT_MIN_PROBABILITY) -> Subscription:
         existing = self.get(user_id)
         created = existing.created_at if existing else now
         with redis_errors():
             pipe = self._redis.pipeline(transaction=True)
             pipe.hset(self._keys.subscription(user_id), mapping={
                 "email": email, "frequency": frequency, "max_items": max_items,
-                "created_at": created})
+                "min_probability": min_probability, "created_at": created})
             pipe.sadd(self._keys.subscribers, user_id)
             pipe.execute()
-        return Subscription(user_id, email, frequency, max_items, created)
+        return Subscription(user_id, email, frequency, max_items, created, min_probability)
 
     def get(self, user_id: str) -> Subscription | None:
         with redis_errors():
@@ -63,7 +68,8 @@ class SubscriptionStore:
         if not raw:
             return None
         return Subscription(user_id, raw["email"], cast(Frequency, raw["frequency"]),
-                            int(raw["max_items"]), float(raw["created_at"]))
+                            int(raw["max_items"]), float(raw["created_at"]),
+                            float(raw.get("min_probability", DEFAULT_MIN_PROBABILITY)))
 
     def delete(self, user_id: str) -> bool:
         with redis_errors():

@@ -23,10 +23,12 @@ COLLABORATIVE_WEIGHT = 0.05
 USER_EVIDENCE_HALF = 3.0  # likes known to the CF model at which its user weight is one half
 ITEM_EVIDENCE_HALF = 30.0  # co-likes of a paper at which its item weight is one half
 # The user's direction in the whitened space (see ``ContentStatistics``): its weight once the
-# user has FISHER_FULL_LIKES likes, rising from nothing at one like (a single paper is too thin
-# a sample to tell its distinctive directions from its noise).
+# user has FISHER_FULL_LIKES likes, rising linearly from nothing at one like (a single paper
+# is too thin a sample to tell its distinctive directions from its noise). Chosen by the
+# evaluation (README, "Evaluation"): with 2, 3 and 5 likes per user a full weight from 10
+# likes beats one from 2 or 5, and no Fisher term at all.
 FISHER_WEIGHT = 1.0
-FISHER_FULL_LIKES = 5
+FISHER_FULL_LIKES = 10
 COVARIANCE_SHRINKAGE = 0.1  # towards the mean eigenvalue: a well-conditioned inverse
 COVARIANCE_SAMPLE = 200_000  # rows the covariance is estimated from (evenly spaced)
 DISLIKE_WEIGHT = 1.0

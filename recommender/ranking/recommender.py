@@ -41,6 +41,7 @@ class ReadingList:
     items: list[Recommendation]
     index_version: str
     model_version: str | None
+    left_out_as_unlikely: int = 0  # items below min_probability (the list is that much shorter)
 
 
 class Recommender:
@@ -100,7 +101,8 @@ class Recommender:
         records only what it mailed). The user's rules apply (``reader_rules``): muted papers
         never appear, new papers of followed authors and keywords come first. Each item has
         its calibrated ``probability``; the model's items below ``min_probability`` are left
-        out (the list is then shorter than ``k``; followed papers always stay)."""
+        out (the list is then shorter than ``k``; followed papers always stay, and a list
+        without likes is not cut: all its items have the same, base-rate probability)."""
         inputs = self._inputs(user_id, now, since, exclude_served)
         index, ctx, plan = inputs.index, inputs.ctx, inputs.plan
         liked, disliked, served = inputs.liked, inputs.disliked, inputs.served
@@ -124,12 +126,16 @@ class Recommender:
         items = [followed(pid, papers, rule.kind, rule.value, top, float(p))
                  for (pid, rule), p in zip(put_first, first_probability, strict=True)]
         probability = calibrated.probability(ranked.scores / ranked.scale, len(liked))
-        items += [item for item in explain(index.ids, ctx, ranked, papers, probability)
-                  if (item.probability or 0.0) >= min_probability]
+        ranked_items = explain(index.ids, ctx, ranked, papers, probability)
+        # Without likes every item has the base rate: nothing to tell them apart, so a
+        # newcomer's list (and first digest) is not cut.
+        floor = min_probability if ranked.personalized else 0.0
+        likely = [item for item in ranked_items if (item.probability or 0.0) >= floor]
+        items += likely
         if record:
             self._feedback.record_served(user_id, [item.paper_id for item in items], now)
         return ReadingList(user_id, ranked.personalized, items, index.version,
-                           self._collaborative.version)
+                           self._collaborative.version, len(ranked_items) - len(likely))
 
     def why_not(
         self,

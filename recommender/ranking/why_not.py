@@ -250,7 +250,9 @@ def _kept_out(paper: Paper, row: int, ctx: RankingContext, liked: np.ndarray,
             words = "It has no date" if date is None else f"It is dated {date}"
             blockers.append(BeforeSince(f"{words}; the list keeps papers dated on or after "
                                         f"{since}.", date, since))
-    if not followed and probability < settings.min_probability:
+    # As the list: followed papers always stay, and a list without likes is not cut (all
+    # its items have the base rate).
+    if not followed and len(liked) and probability < settings.min_probability:
         blockers.append(BelowMinProbability(
             f"Its probability {probability:.4f} is below min_probability "
             f"{settings.min_probability:g}.", round(probability, 4), settings.min_probability))
