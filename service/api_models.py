@@ -87,18 +87,32 @@ class SearchQuery(Strict):
     k: K = 10
 
 
+# The list's settings, shared by the list and why-not (which answers about that list).
+Since = Annotated[IsoDate | None, Field(description="Only papers published on or after.")]
+ExcludeServed = Annotated[bool, Field(description=(
+    "Leave out papers this user was already shown (by default they are pushed down)."))]
+MinProbability = Annotated[float, Field(ge=0, le=1, description=(
+    "Leave out papers less likely than this to be worth reading (the list may then be "
+    "shorter than k; new papers of followed authors and keywords always stay, and a "
+    "list for a user without likes is not cut)."))]
+
+
 class RecommendationsQuery(Strict):
     k: K = 20
     offset: int = Field(0, ge=0, le=MAX_OFFSET, description="Skip this many (paging).")
     diversity: float | None = Field(None, ge=0, le=1, description=(
         "0 ranks by score alone, 1 spreads the list across the user's interests (MMR)."))
-    since: IsoDate | None = Field(None, description="Only papers published on or after.")
-    exclude_served: bool = Field(False, description=(
-        "Leave out papers this user was already shown (by default they are pushed down)."))
-    min_probability: float = Field(0.0, ge=0, le=1, description=(
-        "Leave out papers less likely than this to be worth reading (the list may then be "
-        "shorter than k; new papers of followed authors and keywords always stay, and a "
-        "list for a user without likes is not cut)."))
+    since: Since = None
+    exclude_served: ExcludeServed = False
+    min_probability: MinProbability = 0.0
+
+
+class WhyNotQuery(Strict):
+    k: Annotated[int, Field(ge=1, le=MAX_K, description=(
+        f"The length of the list you look at, 1 to {MAX_K}."))] = 20
+    since: Since = None
+    exclude_served: ExcludeServed = False
+    min_probability: MinProbability = 0.0
 
 
 class FeedbackBody(Strict):
@@ -233,6 +247,99 @@ class ReadingListOut(BaseModel):
     index_version: str
     model_version: str | None
     items: list[Item]
+
+
+class ScoreParts(BaseModel):
+    content: float = Field(description="Closeness to what the user liked.")
+    popularity: float = Field(description="What its likes add (mostly for new users).")
+    collaborative: float = Field(description="What readers with similar taste add.")
+    dislike_penalty: float = Field(description="Subtracted: closeness to a disliked paper.")
+    served_penalty: float = Field(description="Subtracted: it was served before.")
+    scale: float = Field(description="The spread of the user's scores; the probability is "
+                                     "calibrated on score / scale.")
+
+
+class Liked(BaseModel):
+    kind: Literal["liked"]
+    detail: str
+
+
+class Disliked(BaseModel):
+    kind: Literal["disliked"]
+    detail: str
+
+
+class Muted(BaseModel):
+    kind: Literal["muted"]
+    detail: str
+    rule: str = Field(description='The mute rule, e.g. "author: Jürgen Müller".')
+
+
+class ServedExcluded(BaseModel):
+    kind: Literal["served_excluded"]
+    detail: str
+
+
+class BeforeSince(BaseModel):
+    kind: Literal["before_since"]
+    detail: str
+    date: str | None = Field(description="The paper's date; null when it has none.")
+    since: str
+
+
+class BelowMinProbability(BaseModel):
+    kind: Literal["below_min_probability"]
+    detail: str
+    probability: float
+    min_probability: float
+
+
+class CloseToDisliked(BaseModel):
+    kind: Literal["close_to_disliked"]
+    detail: str
+    paper_id: PaperId = Field(description="The disliked paper it is closest to.")
+    similarity: float
+    penalty: float = Field(description="What that takes off its score.")
+    rank_without_penalty: int = Field(description="Where it would rank without it.")
+
+
+class Outranked(BaseModel):
+    kind: Literal["outranked"]
+    detail: str
+    rank: int
+    k: int
+    kth_score: float = Field(description="The score of the list's k-th item.")
+    score: float
+    gap: float = Field(description="How much more it would need to be k-th.")
+
+
+Blocker = Annotated[Liked | Disliked | Muted | ServedExcluded | BeforeSince
+                    | BelowMinProbability | CloseToDisliked | Outranked,
+                    Field(discriminator="kind")]
+
+
+class WhyNotOut(BaseModel):
+    user_id: UserId
+    paper_id: PaperId
+    title: str
+    k: int = Field(description="The list length asked about.")
+    rank: int = Field(ge=1, description=(
+        "Where it would stand on the list with these settings (ordered by score) if nothing "
+        "kept it out: after the papers a follow rule puts first, 1 + the papers the list may "
+        "show that score higher."))
+    rank_is_estimate: bool = Field(description=(
+        "True over an approximate (HNSW) index: counted among the candidates of a deep list."))
+    in_list: bool = Field(description="Whether it is among the k items the user gets now.")
+    score: float = Field(description="The model's score, what the list is ordered by.")
+    probability: float = Field(ge=0, le=1)
+    parts: ScoreParts
+    reason: str = Field(description="Why it scores what it does, in words (as a list item).")
+    reasons: list[Reason] = Field(description="The same, as data, strongest first.")
+    because: list[PaperId]
+    blockers: list[Blocker] = Field(description=(
+        "What keeps it out, in words (detail) and as data; empty when it is on the list."))
+    summary: str = Field(description="The answer in one or two sentences.")
+    personalized: bool
 
 
 class SubscriptionOut(BaseModel):

@@ -35,6 +35,8 @@ from .api_models import (
     SimilarOut,
     SubscriptionBody,
     SubscriptionOut,
+    WhyNotOut,
+    WhyNotQuery,
 )
 from .errors import error_response
 from .openapi import operation
@@ -166,6 +168,25 @@ def recommendations(user_id: str, query: RecommendationsQuery) -> ReadingListOut
         since=query.since, exclude_served=query.exclude_served,
         min_probability=query.min_probability)
     return ReadingListOut.model_validate(reading_list, from_attributes=True)
+
+
+@operation(api, "GET", "/v1/users/<user_id>/recommendations/why-not/<path:paper_id>",
+           summary="Why a paper is not on the user's list: its rank, its score and what "
+                   "keeps it out.", tag="reading lists", query=WhyNotQuery,
+           response=WhyNotOut, errors=(404, 503),
+           description="About the list `GET /v1/users/{user_id}/recommendations` gives with "
+                       "the same `k`, `since`, `exclude_served` and `min_probability`, "
+                       "ordered by score (diversity 0). Blockers: `liked`, `disliked`, "
+                       "`muted`, `served_excluded`, `before_since`, `below_min_probability`, "
+                       "and when it ranks below k, `outranked` (with the gap to the k-th "
+                       "item) and `close_to_disliked`. Records nothing as served. 404 for a "
+                       "paper not in the corpus or not indexed yet (the message says to run "
+                       "`paperrec rebuild-index`).")
+def why_not(user_id: str, paper_id: str, query: WhyNotQuery) -> WhyNotOut:
+    answer = components().recommender.why_not(
+        user_id, paper_id, now=time.time(), k=query.k, since=query.since,
+        exclude_served=query.exclude_served, min_probability=query.min_probability)
+    return WhyNotOut.model_validate(answer, from_attributes=True)
 
 
 @operation(api, "PUT", "/v1/users/<user_id>/subscription",

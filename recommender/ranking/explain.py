@@ -71,7 +71,7 @@ def explain(ids: list[str], ctx: RankingContext, ranked: Ranked,
         if ranked.nearest_like[pos] >= 0:
             liked_id = ids[int(ranked.nearest_like[pos])]
             similarity = round(float(ranked.nearest_similarity[pos]), 4)
-            words = f"similar to '{_short(_title(papers, liked_id))}' that you liked"
+            words = f"similar to '{short_title(_title(papers, liked_id))}' that you liked"
             parts.append((float(ranked.content[pos]), words,
                           SimilarToLiked(liked_id, similarity)))
         if ranked.collaborative[pos] > CF_REASON_MIN:
@@ -114,5 +114,6 @@ def _title(papers: Mapping[str, Paper], paper_id: str) -> str:
     return paper.title if paper else paper_id
 
 
-def _short(title: str, limit: int = 70) -> str:
+def short_title(title: str, limit: int = 70) -> str:
+    """A title cut to ``limit`` characters, as reasons quote it."""
     return title if len(title) <= limit else title[: limit - 1].rstrip() + "…"

@@ -18,17 +18,19 @@ from recommender.core.ids import validate_paper_id
 from recommender.core.papers import EPOCH, Paper
 from recommender.corpus.store import CorpusStore
 from recommender.embedding.encoders import TextEncoder
-from recommender.feedback.rules import RuleStore
+from recommender.feedback.rules import Rule, RuleStore
 from recommender.feedback.store import Feedback, FeedbackStore, Signal
 from recommender.index.content_space import centre_query
 from recommender.index.paper_index import PaperIndex
 from recommender.index.store import LiveIndex
 from recommender.ranking.calibration import DEFAULT as DEFAULT_CALIBRATION
+from recommender.ranking.calibration import Calibration
 from recommender.ranking.collaborative import CollaborativeModel
 from recommender.ranking.context import LiveContext
 from recommender.ranking.explain import Recommendation, explain, followed, plain
-from recommender.ranking.rank import rank, score
-from recommender.ranking.reader_rules import page, plan_rules
+from recommender.ranking.rank import RankingContext, rank, score
+from recommender.ranking.reader_rules import RulePlan, page, plan_rules
+from recommender.ranking.why_not import ListSettings, WhyNot, why_not
 from recommender.storage.versions import LiveVersion
 
 
@@ -101,18 +103,10 @@ class Recommender:
         its calibrated ``probability``; the model's items below ``min_probability`` are left
         out (the list is then shorter than ``k``; followed papers always stay, and a list
         without likes is not cut: all its items have the same, base-rate probability)."""
-        signals = self._feedback.get(user_id)
-        index = self._index.get()
-        model = self._collaborative.get()
-        ctx = self._context.get(index, model, self._collaborative.version,
-                                self._feedback.like_counts, now)
-        served = np.asarray([index.row(p) for p in self._feedback.served(user_id)
-                             if index.has(p)], dtype=np.int64)
-        since_day = None if since is None else float(since.toordinal() - EPOCH)
-        liked, disliked = _rows(index, signals, "like"), _rows(index, signals, "dislike")
-        rules = self._rules.get(user_id) if self._rules is not None else []
-        plan = plan_rules(self._corpus, index, rules, now=now, since_day=since_day, never=(
-            np.concatenate([liked, disliked] + ([served] if exclude_served else []))))
+        inputs = self._inputs(user_id, now, since, exclude_served)
+        index, ctx, plan = inputs.index, inputs.ctx, inputs.plan
+        liked, disliked, served = inputs.liked, inputs.disliked, inputs.served
+        since_day = inputs.since_day
         first, model_offset, model_k = page(len(plan.followed), offset, k)
         ranked = rank(ctx, liked, disliked, model_k, offset=model_offset, diversity=diversity,
                       served=served, exclude_served=exclude_served, since_day=since_day,
@@ -121,7 +115,7 @@ class Recommender:
         put_first = [(index.ids[row], rule) for row, rule in plan.followed[first]]
         liked_ids = sorted({index.ids[int(r)] for r in ranked.nearest_like if r >= 0})
         papers = self._corpus.get_many(ids + liked_ids + [pid for pid, _ in put_first])
-        calibrated = model.calibration if model is not None else DEFAULT_CALIBRATION
+        calibrated = inputs.calibration
         first_rows = np.asarray([row for row, _ in plan.followed[first]], dtype=np.int64)
         first_scores = score(ctx, liked, disliked, rows=first_rows, served=served,
                              exclude_served=exclude_served)
@@ -143,10 +137,67 @@ class Recommender:
         return ReadingList(user_id, ranked.personalized, items, index.version,
                            self._collaborative.version, len(ranked_items) - len(likely))
 
+    def why_not(
+        self,
+        user_id: str,
+        paper_id: str,
+        *,
+        now: float,
+        k: int = 20,
+        since: dt.date | None = None,
+        exclude_served: bool = False,
+        min_probability: float = 0.0,
+    ) -> WhyNot:
+        """Where the paper would rank on the list ``recommend`` gives with these settings
+        (ordered by score), its score part by part and what keeps it out (``why_not.py``).
+        Records nothing. NotFound for a paper not in the corpus, or not indexed yet."""
+        paper = self.paper(paper_id)
+        inputs = self._inputs(user_id, now, since, exclude_served)
+        row = inputs.index.row(paper.id)  # NotFound, saying to rebuild the index
+        return why_not(user_id, paper, row, inputs.ctx, liked=inputs.liked,
+                       disliked=inputs.disliked, served=inputs.served, rules=inputs.rules,
+                       plan=inputs.plan, calibration=inputs.calibration,
+                       settings=ListSettings(k, inputs.since_day, exclude_served,
+                                             min_probability),
+                       papers=self._corpus.get_many)
+
+    def _inputs(self, user_id: str, now: float, since: dt.date | None,
+                exclude_served: bool) -> _ListInputs:
+        """What a user's list is made from now: one read of their feedback, served papers
+        and rules, over the index and model served now."""
+        signals = self._feedback.get(user_id)
+        index = self._index.get()
+        model = self._collaborative.get()
+        ctx = self._context.get(index, model, self._collaborative.version,
+                                self._feedback.like_counts, now)
+        served = np.asarray([index.row(p) for p in self._feedback.served(user_id)
+                             if index.has(p)], dtype=np.int64)
+        since_day = None if since is None else float(since.toordinal() - EPOCH)
+        liked, disliked = _rows(index, signals, "like"), _rows(index, signals, "dislike")
+        rules = self._rules.get(user_id) if self._rules is not None else []
+        plan = plan_rules(self._corpus, index, rules, now=now, since_day=since_day, never=(
+            np.concatenate([liked, disliked] + ([served] if exclude_served else []))))
+        calibrated = model.calibration if model is not None else DEFAULT_CALIBRATION
+        return _ListInputs(index, ctx, liked, disliked, served, since_day, rules, plan,
+                           calibrated)
+
     def _plain(self, index: PaperIndex, hits: list[tuple[int, float]],
                reason: str) -> list[Recommendation]:
         papers = self._corpus.get_many([index.ids[row] for row, _ in hits])
         return plain(index.ids, hits, papers, reason)
+
+
+@dataclass(frozen=True)
+class _ListInputs:
+    index: PaperIndex
+    ctx: RankingContext
+    liked: np.ndarray  # rows
+    disliked: np.ndarray
+    served: np.ndarray
+    since_day: float | None
+    rules: list[Rule]
+    plan: RulePlan
+    calibration: Calibration
 
 
 def _rows(index: PaperIndex, signals: list[Feedback], signal: Signal) -> np.ndarray:

@@ -1,0 +1,301 @@
+"""Why a paper is not on a reader's list: where it would rank, its score part by part, and what
+keeps it out, in words and as data.
+
+``why_not`` is pure (no Redis, no clock): ``Recommender.why_not`` gathers the same inputs as
+``Recommender.recommend`` (context, rated and served rows, the reader's rules) and hands them
+here, so the answer is about the list those settings give, ordered by score (diversity 0).
+
+The rank is where the paper would stand if nothing kept it out: after the papers a rule puts
+first, 1 + the papers the list may show that score strictly higher. Over an exact index every
+paper is counted; over an approximate one the candidates of a list ``ESTIMATE_DEPTH`` deep
+(``rank_is_estimate``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from recommender.core.papers import EPOCH, Paper
+from recommender.feedback.rules import Rule, first_match
+from recommender.ranking.calibration import Calibration
+from recommender.ranking.explain import (
+    Reason,
+    Recommendation,
+    explain,
+    followed,
+    short_title,
+)
+from recommender.ranking.rank import (
+    Ranked,
+    RankingContext,
+    Scores,
+    left_out,
+    nearest_likes,
+    score,
+)
+from recommender.ranking.reader_rules import RulePlan
+
+ESTIMATE_DEPTH = 200  # over an approximate index, rank among the candidates of this deep a list
+
+
+@dataclass(frozen=True)
+class Liked:
+    detail: str
+    kind: Literal["liked"] = "liked"
+
+
+@dataclass(frozen=True)
+class Disliked:
+    detail: str
+    kind: Literal["disliked"] = "disliked"
+
+
+@dataclass(frozen=True)
+class Muted:
+    detail: str
+    rule: str  # the mute rule's label, e.g. "author: Jürgen Müller"
+    kind: Literal["muted"] = "muted"
+
+
+@dataclass(frozen=True)
+class ServedExcluded:
+    detail: str
+    kind: Literal["served_excluded"] = "served_excluded"
+
+
+@dataclass(frozen=True)
+class BeforeSince:
+    detail: str
+    date: str | None  # the paper's day (ISO), None when it has no date
+    since: str
+    kind: Literal["before_since"] = "before_since"
+
+
+@dataclass(frozen=True)
+class BelowMinProbability:
+    detail: str
+    probability: float
+    min_probability: float
+    kind: Literal["below_min_probability"] = "below_min_probability"
+
+
+@dataclass(frozen=True)
+class CloseToDisliked:
+    detail: str
+    paper_id: str  # the disliked paper it is closest to
+    similarity: float  # their cosine
+    penalty: float  # what the closeness subtracts from the score
+    rank_without_penalty: int  # where it would rank without it
+    kind: Literal["close_to_disliked"] = "close_to_disliked"
+
+
+@dataclass(frozen=True)
+class Outranked:
+    detail: str
+    rank: int
+    k: int
+    kth_score: float  # the score of the list's k-th item
+    score: float  # this paper's
+    gap: float  # how much more it would need
+    kind: Literal["outranked"] = "outranked"
+
+
+Blocker = (Liked | Disliked | Muted | ServedExcluded | BeforeSince | BelowMinProbability
+           | CloseToDisliked | Outranked)
+
+
+@dataclass(frozen=True)
+class ScoreParts:
+    content: float
+    popularity: float
+    collaborative: float
+    dislike_penalty: float
+    served_penalty: float
+    scale: float  # the spread of the user's scores: probability is calibrated on score / scale
+
+
+@dataclass(frozen=True)
+class WhyNot:
+    user_id: str
+    paper_id: str
+    title: str
+    k: int
+    rank: int  # 1-based, were nothing keeping it out
+    rank_is_estimate: bool  # counted over an approximate index's candidates
+    in_list: bool  # on the list of k the reader gets with these settings
+    score: float  # the model's score (the list's order)
+    probability: float
+    parts: ScoreParts
+    reason: str
+    reasons: list[Reason]
+    because: list[str]
+    summary: str
+    personalized: bool
+    blockers: list[Blocker] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ListSettings:
+    """The list the question is about, as ``Recommender.recommend`` takes it."""
+
+    k: int
+    since_day: float | None = None
+    exclude_served: bool = False
+    min_probability: float = 0.0
+
+
+def why_not(
+    user_id: str,
+    paper: Paper,
+    row: int,
+    ctx: RankingContext,
+    *,
+    liked: np.ndarray,
+    disliked: np.ndarray,
+    served: np.ndarray,
+    rules: list[Rule],
+    plan: RulePlan,
+    calibration: Calibration,
+    settings: ListSettings,
+    papers: Callable[[list[str]], Mapping[str, Paper]],
+) -> WhyNot:
+    """The answer for the paper at index ``row``; ``papers`` reads papers by id (for the
+    titles in the reasons)."""
+    k = settings.k
+    everyone = score(ctx, liked, disliked, want=max(k, ESTIMATE_DEPTH), served=served,
+                     exclude_served=settings.exclude_served)
+    mine = _own_scores(ctx, row, everyone, liked, disliked, served, settings.exclude_served)
+    total = float(mine.total[0])
+    probability = float(calibration.probability(mine.total / mine.scale, len(liked))[0])
+
+    hidden = left_out(ctx, everyone.rows, liked, disliked, served=served,
+                      exclude_served=settings.exclude_served, since_day=settings.since_day,
+                      blocked=plan.blocked) | (everyone.rows == row)
+    others = np.sort(everyone.total[~hidden])[::-1]  # the model's papers the list may show
+    first = [r for r, _ in plan.followed]
+    if row in first:
+        rank = first.index(row) + 1
+        rule = plan.followed[rank - 1][1]
+        item = followed(paper.id, {paper.id: paper}, rule.kind, rule.value, total, probability)
+    else:
+        rank = len(first) + 1 + int(np.sum(others > total))
+        item = _explained(ctx, mine, liked, papers, paper, probability)
+
+    blockers = _kept_out(paper, row, ctx, liked, disliked, served, rules, settings,
+                         probability, followed=row in first, papers=papers)
+    if rank > k:
+        blockers += _outranked(row, ctx, mine, disliked, first, others, rank, k, total,
+                               papers)
+    in_list = not blockers
+    summary = (f"It is {_ordinal(rank)} on your list of {k} (score {total:.4f})." if in_list
+               else " ".join(b.detail for b in blockers))
+    return WhyNot(user_id, paper.id, paper.title, k, rank, ctx.search is not None, in_list,
+                  round(total, 4), round(probability, 4), _parts(mine), item.reason,
+                  item.reasons, item.because, summary, bool(len(liked)), blockers)
+
+
+def _own_scores(ctx: RankingContext, row: int, everyone: Scores, liked: np.ndarray,
+                disliked: np.ndarray, served: np.ndarray, exclude_served: bool) -> Scores:
+    """The paper's parts: read from the list's scoring when it was scored there (the same
+    numbers the list compares), else scored alone (a paper outside the candidates)."""
+    at = np.flatnonzero(everyone.rows == row)
+    if not len(at):
+        return score(ctx, liked, disliked, rows=np.asarray([row]), served=served,
+                     exclude_served=exclude_served)
+    i = at[:1]
+    return Scores(everyone.rows[i], everyone.vectors[i], everyone.total[i], everyone.content[i],
+                  everyone.popularity[i], everyone.collaborative[i], everyone.dislike[i],
+                  everyone.served[i], everyone.scale)
+
+
+def _explained(ctx: RankingContext, mine: Scores, liked: np.ndarray,
+               papers: Callable[[list[str]], Mapping[str, Paper]], paper: Paper,
+               probability: float) -> Recommendation:
+    """The paper's reasons, exactly as a list item's (``explain``)."""
+    nearest, similarity = nearest_likes(ctx, mine.vectors, liked)
+    ranked = Ranked(mine.rows, mine.total, mine.content, nearest, similarity,
+                    mine.collaborative, mine.popularity, bool(len(liked)), mine.scale)
+    found = dict(papers([ctx.item_ids[int(r)] for r in nearest if r >= 0]))
+    found[paper.id] = paper
+    return explain(ctx.item_ids, ctx, ranked, found, np.asarray([probability]))[0]
+
+
+def _kept_out(paper: Paper, row: int, ctx: RankingContext, liked: np.ndarray,
+              disliked: np.ndarray, served: np.ndarray, rules: list[Rule],
+              settings: ListSettings, probability: float, *, followed: bool,
+              papers: Callable[[list[str]], Mapping[str, Paper]]) -> list[Blocker]:
+    """What keeps it out whatever its score: the list never shows it."""
+    blockers: list[Blocker] = []
+    if row in liked:
+        blockers.append(Liked("You liked it: papers you rated are never listed again."))
+    if row in disliked:
+        blockers.append(Disliked("You disliked it: papers you rated are never listed again."))
+    mute = first_match(rules, "mute", paper)
+    if mute is not None:
+        blockers.append(Muted(f"You muted it: {mute.label}.", mute.label))
+    if settings.exclude_served and row in served:
+        blockers.append(ServedExcluded("You were already served it, and exclude_served "
+                                       "leaves served papers out."))
+    if settings.since_day is not None:
+        day = float(ctx.dates[row]) if ctx.dates is not None else math.nan
+        if not day >= settings.since_day:
+            since = _iso(settings.since_day)
+            date = None if math.isnan(day) else _iso(day)
+            words = "It has no date" if date is None else f"It is dated {date}"
+            blockers.append(BeforeSince(f"{words}; the list keeps papers dated on or after "
+                                        f"{since}.", date, since))
+    # As the list: followed papers always stay, and a list without likes is not cut (all
+    # its items have the base rate).
+    if not followed and len(liked) and probability < settings.min_probability:
+        blockers.append(BelowMinProbability(
+            f"Its probability {probability:.4f} is below min_probability "
+            f"{settings.min_probability:g}.", round(probability, 4), settings.min_probability))
+    return blockers
+
+
+def _outranked(row: int, ctx: RankingContext, mine: Scores, disliked: np.ndarray,
+               first: list[int], others: np.ndarray, rank: int, k: int, total: float,
+               papers: Callable[[list[str]], Mapping[str, Paper]]) -> list[Blocker]:
+    """Papers scoring higher fill the list; a dislike penalty may be what pushed it down."""
+    at = k - len(first) - 1  # the k-th item's place among the model's papers
+    # Followed papers come first and score at least what comes after them (recommend).
+    kth = float(others[at]) if at >= 0 else max([1.0, *(float(s) for s in others[:1])])
+    blockers: list[Blocker] = [Outranked(
+        f"It would rank {_ordinal(rank)}; your list shows {k}: the {_ordinal(k)} scores "
+        f"{kth:.4f}, this one {total:.4f}.", rank, k, round(kth, 4), round(total, 4),
+        round(kth - total, 4))]
+    penalty = float(mine.dislike[0])
+    if penalty > 0 and row not in disliked:
+        sims = ctx.vectors[disliked] @ mine.vectors[0]
+        nearest = int(np.argmax(sims))
+        disliked_id = ctx.item_ids[int(disliked[nearest])]
+        found = papers([disliked_id]).get(disliked_id)
+        title = short_title(found.title if found else disliked_id)
+        without = len(first) + 1 + int(np.sum(others > total + penalty))
+        blockers.append(CloseToDisliked(
+            f"It is close to '{title}' that you disliked (cosine {float(sims[nearest]):.4f}): "
+            f"that takes {penalty:.4f} off its score; without it, it would rank "
+            f"{_ordinal(without)}.", disliked_id, round(float(sims[nearest]), 4),
+            round(penalty, 4), without))
+    return blockers
+
+
+def _parts(mine: Scores) -> ScoreParts:
+    return ScoreParts(round(float(mine.content[0]), 4), round(float(mine.popularity[0]), 4),
+                      round(float(mine.collaborative[0]), 4), round(float(mine.dislike[0]), 4),
+                      round(float(mine.served[0]), 4), round(mine.scale, 4))
+
+
+def _iso(day: float) -> str:
+    return dt.date.fromordinal(int(day) + EPOCH).isoformat()
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
