@@ -49,6 +49,13 @@ def _json_integer(value: Any) -> Any:
     return int(value)
 
 
+def _json_number(value: Any) -> Any:
+    """JSON Schema's number: 0.25 or 1, but not "0.25" or false."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("should be a number")
+    return float(value)
+
+
 def _iso_date(value: Any) -> Any:
     try:
         return dt.date.fromisoformat(value) if isinstance(value, str) else value
@@ -57,6 +64,7 @@ def _iso_date(value: Any) -> Any:
 
 
 JsonInteger = Annotated[int, BeforeValidator(_json_integer)]
+JsonNumber = Annotated[float, BeforeValidator(_json_number)]
 IsoDate = Annotated[dt.date, BeforeValidator(_iso_date)]
 PATH_PARAMETERS: dict[str, Any] = {
     "user_id": UserId, "paper_id": PaperId, "token": LinkToken,
@@ -136,7 +144,7 @@ class SubscriptionBody(Strict):
                        examples=["ada@example.org"])
     frequency: Literal["daily", "weekly"] = "weekly"
     max_items: JsonInteger = Field(10, ge=1, le=MAX_ITEMS_LIMIT)
-    min_probability: float = Field(DEFAULT_MIN_PROBABILITY, ge=0, le=1, description=(
+    min_probability: JsonNumber = Field(DEFAULT_MIN_PROBABILITY, ge=0, le=1, description=(
         "Send only papers at least this likely to be worth reading; a period with none "
         "sends no email."))
 

@@ -53,7 +53,10 @@ def test_a_subscription_is_created_read_and_deleted(client: FlaskClient) -> None
     ({"email": "ada@example.org", "max_items": "10"}, "max_items: should be a whole number"),
     ({"email": "ada@example.org", "colour": "blue"}, "unknown field(s): colour"),
     ({"email": "ada@example.org", "min_probability": 2}, "min_probability must be between"),
-    ({"email": "ada@example.org", "min_probability": "high"}, "min_probability: "),
+    ({"email": "ada@example.org", "min_probability": "high"},
+     "min_probability: should be a number"),
+    ({"email": "ada@example.org", "min_probability": False},
+     "min_probability: should be a number"),
 ])
 def test_a_bad_subscription_is_a_400_that_says_why(
     client: FlaskClient, body: dict, words: str  # type: ignore[type-arg]
