@@ -326,10 +326,11 @@ Blocker = Annotated[Liked | Disliked | Muted | ServedExcluded | BeforeSince
                     Field(discriminator="kind")]
 
 
-class WhyNotOut(BaseModel):
+class WhyNotOut(Item):
+    """The paper as a list item (its score, probability and reasons), then where it would
+    stand and what keeps it out."""
+
     user_id: UserId
-    paper_id: PaperId
-    title: str
     k: int = Field(description="The list length asked about.")
     rank: int = Field(ge=1, description=(
         "Where it would stand on the list with these settings (ordered by score) if nothing "
@@ -338,12 +339,7 @@ class WhyNotOut(BaseModel):
     rank_is_estimate: bool = Field(description=(
         "True over an approximate (HNSW) index: counted among the candidates of a deep list."))
     in_list: bool = Field(description="Whether it is among the k items the user gets now.")
-    score: float = Field(description="The model's score, what the list is ordered by.")
-    probability: float = Field(ge=0, le=1)
     parts: ScoreParts
-    reason: str = Field(description="Why it scores what it does, in words (as a list item).")
-    reasons: list[Reason] = Field(description="The same, as data, strongest first.")
-    because: list[PaperId]
     blockers: list[Blocker] = Field(description=(
         "What keeps it out, in words (detail) and as data; empty when it is on the list."))
     summary: str = Field(description="The answer in one or two sentences.")
