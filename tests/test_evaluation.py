@@ -230,6 +230,7 @@ def test_hybrid_ranks_through_the_production_ranking(tmp_path: Path) -> None:
                             progress=False)
     assert report["methods"]["hybrid"]["users"] == 1
     assert report["methods"]["hybrid"]["recall@300"] == 1.0
+    assert report["methods"]["hybrid"]["calibration"] is None  # one user: no half to fit on
 
 
 def test_the_command_explains_the_protocol(capsys: pytest.CaptureFixture[str]) -> None:
@@ -297,6 +298,11 @@ def test_hybrid_ranks_through_the_index_kind_asked_for(
     hybrid = report["methods"]["hybrid"]
     assert hybrid["users"] == 50
     assert hybrid["recall@20"] == 1.0 and hybrid["ndcg@20"] == 1.0  # each pair's b is first
+    # Each list's 20 items hold one held-out like, always first: fitted on half the users, the
+    # probability says so for the other half.
+    calibrated = hybrid["calibration"]
+    assert calibrated["items"] == 50 * 20 and calibrated["liked"] == 0.05
+    assert calibrated["ece"] < 0.02 and calibrated["thresholds"]["0.5"]["liked"] == 1.0
 
 
 def test_auto_picks_the_index_kind_the_service_would_by_corpus_size(tmp_path: Path) -> None:

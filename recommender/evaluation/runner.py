@@ -125,12 +125,17 @@ def _among_new(method: Method, output: np.ndarray | TopRows, liked: np.ndarray,
     return new_paper_metrics(ranked, held_new)
 
 
-def _calibration(seen: calibration.Observations, seed: int) -> dict[str, Any]:
+def _calibration(seen: calibration.Observations, seed: int) -> dict[str, Any] | None:
     """The probability of the top ``calibration.DEPTH`` items of each list, fitted on one half
-    of the users' held-out likes and measured on the other half (then the other way round):
+    of the users' held-out likes and measured on the other half (then the other way round;
+    None when either half has no liked or no unliked item to fit on):
     its expected calibration error over 10 bins, and, for each threshold, the share of items
     at or above it and how many of those the users liked (what ``min_probability`` keeps)."""
     folds = np.random.default_rng(seed).permutation(len(seen.z)) % CALIBRATION_FOLDS
+    for fold in range(CALIBRATION_FOLDS):
+        _, _, fitted_on = seen.arrays(np.flatnonzero(folds != fold).tolist())
+        if len(np.unique(fitted_on)) < 2:
+            return None  # too few users, or no held-out like among their lists: nothing to fit
     probability = np.zeros(0)
     labels = np.zeros(0, np.int64)
     for fold in range(CALIBRATION_FOLDS):
