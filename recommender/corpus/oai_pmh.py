@@ -90,7 +90,7 @@ class OaiPmhClient:
                 params["set"] = set_spec
             if from_date:
                 params["from"] = from_date
-        return _parse_page(self._get(params))
+        return parse_page(self._get(params))
 
     def _get(self, params: dict[str, str]) -> bytes:
         problem, wait = "", 0.0
@@ -136,7 +136,9 @@ def _shown(params: dict[str, str]) -> str:
     return "&".join(f"{key}={value}" for key, value in params.items())
 
 
-def _parse_page(content: bytes) -> OaiPage:
+def parse_page(content: bytes) -> OaiPage:
+    """The records and resumption token of a ListRecords response; HarvestFailed (or
+    ExpiredToken) for an OAI-PMH error, noRecordsMatch aside (an empty page)."""
     try:
         root = ElementTree.fromstring(content)
     except (ElementTree.ParseError, DefusedXmlException) as exc:
