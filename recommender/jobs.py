@@ -41,11 +41,12 @@ class IngestSummary:
     added: int = 0
     updated: int = 0
     unchanged: int = 0
+    merged: int = 0  # records of papers already stored under another id (kept once)
     rejected: int = 0
 
     def __str__(self) -> str:
         return (f"added {self.added}, updated {self.updated}, unchanged {self.unchanged}, "
-                f"rejected {self.rejected}")
+                f"merged {self.merged}, rejected {self.rejected}")
 
 
 def ingest(
@@ -70,7 +71,7 @@ def ingest(
                 pending = []
     corpus.upsert(pending, counts)
     summary.added, summary.updated = counts.added, counts.updated
-    summary.unchanged = counts.unchanged
+    summary.unchanged, summary.merged = counts.unchanged, counts.merged
     return summary
 
 
