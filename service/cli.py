@@ -82,6 +82,9 @@ def _parser() -> argparse.ArgumentParser:
         "summary says which kind ran and why.",
     )
     rebuild.add_argument("--quiet", action="store_true", help="no progress bar")
+    rebuild.add_argument("--if-changed", action="store_true",
+                         help="publish nothing when the current index already holds every "
+                         "paper as it is (for schedules)")
     rebuild.add_argument("--full", action="store_true",
                          help="rebuild everything from scratch (recomputes the corpus mean)")
     rebuild.set_defaults(run=_rebuild)
@@ -93,6 +96,9 @@ def _parser() -> argparse.ArgumentParser:
         "training count at once (users are folded in at request time).",
     )
     train.add_argument("--quiet", action="store_true", help="no progress bar")
+    train.add_argument("--if-changed", action="store_true",
+                       help="publish nothing when the current model was trained on the same "
+                       "likes and index, or when there are no likes yet (for schedules)")
     train.set_defaults(run=_train)
 
     digest = sub.add_parser(
@@ -246,7 +252,8 @@ def _rebuild(args: argparse.Namespace, settings: Settings) -> int:
     parts = wiring.build(settings)
     summary = jobs.rebuild_index(parts.corpus, parts.embedder, settings.embedding_cache_path,
                                  parts.index_store, settings.exact_index_max, settings.model,
-                                 progress=not args.quiet, full=args.full)
+                                 progress=not args.quiet, full=args.full,
+                                 if_changed=args.if_changed)
     print(f"rebuild-index: {summary}")
     return 0
 
@@ -275,7 +282,7 @@ def _evaluate(args: argparse.Namespace, settings: Settings) -> int:
 def _train(args: argparse.Namespace, settings: Settings) -> int:
     parts = wiring.build(settings)
     summary = jobs.train_collaborative(parts.feedback, parts.models, parts.index,
-                                    progress=not args.quiet)
+                                       progress=not args.quiet, if_changed=args.if_changed)
     print(f"train: {summary}")
     return 0
 
