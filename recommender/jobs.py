@@ -13,7 +13,9 @@ import numpy as np
 
 from recommender.core.errors import IndexNotReady, InvalidInput
 from recommender.core.papers import Paper, Rejection
+from recommender.corpus.arxiv import HarvestSummary, harvest, set_for_category
 from recommender.corpus.formats import read_papers
+from recommender.corpus.oai_pmh import OaiPmhClient
 from recommender.corpus.store import CorpusStore, UpsertCounts
 from recommender.embedding.cache import cached_vectors
 from recommender.embedding.encoders import TextEncoder
@@ -74,6 +76,19 @@ def ingest(
     corpus.upsert(pending, counts)
     summary.added, summary.updated = counts.added, counts.updated
     summary.unchanged, summary.merged = counts.unchanged, counts.merged
+    return summary
+
+
+def fetch_arxiv(corpus: CorpusStore, client: OaiPmhClient, categories: Sequence[str],
+                on_rejection: Callable[[Rejection], None], from_date: str | None = None,
+                summary: HarvestSummary | None = None, progress: bool = True) -> HarvestSummary:
+    """Harvest each category's OAI set from arXiv into the corpus, continuing from where the
+    last harvest of that set ended (or from ``from_date``). ``summary`` is filled as pages
+    are stored, so a caller still has it when a harvest stops with ``HarvestFailed``."""
+    sets = list(dict.fromkeys(set_for_category(category) for category in categories))
+    summary = summary if summary is not None else HarvestSummary()
+    for set_spec in sets:
+        harvest(corpus, client, set_spec, on_rejection, from_date, summary, progress)
     return summary
 
 

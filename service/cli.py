@@ -17,6 +17,9 @@ from typing import Any
 from recommender import jobs, wiring
 from recommender.core.config import Settings
 from recommender.core.errors import InvalidInput, PaperrecError
+from recommender.corpus.arxiv import HarvestSummary, set_for_category
+from recommender.corpus.oai_pmh import HarvestFailed, OaiPmhClient
+from recommender.corpus.store import CorpusStore
 from recommender.digest.mailer import Mailer
 from recommender.evaluation import dataset, runner
 from recommender.evaluation.methods import INDEX_KINDS, METHOD_NAMES
@@ -71,6 +74,8 @@ def _parser() -> argparse.ArgumentParser:
     ingest.add_argument("--sample", action="store_true",
                         help="ingest the bundled sample corpus (ICML 2026 abstracts)")
     ingest.set_defaults(run=_ingest)
+
+    _add_fetch(sub)
 
     rebuild = sub.add_parser(
         "rebuild-index", help="embed new papers and publish a new index version",
@@ -245,6 +250,83 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
     summary = jobs.ingest(wiring.build(settings).corpus, files,
                           on_rejection=lambda r: print(r, file=sys.stderr))
     print(f"ingest: {summary}")
+    return 0
+
+
+FETCH_ARXIV_HELP = """Harvest paper metadata from arXiv's OAI-PMH interface into the corpus.
+
+Each --category is harvested as its OAI set (cs.LG -> cs:cs:LG, hep-th -> physics:hep-th,
+cs -> the whole group), in metadata format arXiv. The first run harvests everything in the
+set (or from --from); every later run continues from the newest datestamp the last one
+stored, so a daily run fetches only new and updated papers. A harvest that stops half-way
+(network down, the server failing after PAPERREC_ARXIV_RETRIES retries) keeps what it stored
+and its resumption token: run the same command again and it continues from there.
+
+Ids are the arXiv id without its version (2401.01234): a new version updates the paper
+(re-embedded by the next rebuild-index). A withdrawn paper (a deleted record, or "This paper
+has been withdrawn" in its comments or abstract) is marked in the corpus and left out of the
+next rebuild-index; until then the current index can still recommend it. Records that cannot
+be read (no title, ...) are reported as "identifier: reason" and skipped.
+
+Requests are PAPERREC_ARXIV_DELAY_SECONDS apart (3 s, as arXiv asks); a 503 with Retry-After
+waits that long (at most 10 minutes); network errors and other 5xx back off exponentially
+(5 s, 10 s, 20 s, ...). The endpoint is PAPERREC_ARXIV_OAI_URL. Ends with: fetched, added,
+updated, unchanged, withdrawn, rejected. Exit status 1 when the harvest stopped early.
+"""
+
+
+def _add_fetch(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    def category(text: str) -> str:
+        try:
+            set_for_category(text)
+        except InvalidInput as exc:
+            raise argparse.ArgumentTypeError(exc.message) from None
+        return text.strip()
+
+    def day(text: str) -> str:
+        try:
+            return dt.date.fromisoformat(text).isoformat() if len(text) == 10 else _no_day(text)
+        except ValueError:
+            return _no_day(text)
+
+    fetch = sub.add_parser("fetch", help="harvest new papers from a source (arXiv)",
+                           description="Harvest new and updated papers into the corpus.")
+    sources = fetch.add_subparsers(dest="source", required=True, metavar="SOURCE")
+    arxiv = sources.add_parser("arxiv", help="arXiv, through its OAI-PMH interface",
+                               description=FETCH_ARXIV_HELP,
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
+    arxiv.add_argument("--category", type=category, action="append", required=True,
+                       metavar="CATEGORY", help="an arXiv category (cs.LG, stat.ML, hep-th, "
+                       "astro-ph.CO) or group (cs, math, physics, ...); repeat for several")
+    arxiv.add_argument("--from", dest="from_date", type=day, metavar="YYYY-MM-DD",
+                       help="start a new harvest from this day (records created or updated on "
+                       "or after it) instead of where the last one ended")
+    arxiv.add_argument("--quiet", action="store_true", help="no progress bar")
+    arxiv.set_defaults(run=_fetch_arxiv)
+
+
+def _no_day(text: str) -> str:
+    raise argparse.ArgumentTypeError(f"not a date written YYYY-MM-DD: {text!r}")
+
+
+def _fetch_arxiv(args: argparse.Namespace, settings: Settings) -> int:
+    # Only the corpus is needed: no Redis, no model (wiring.build would start both).
+    corpus = CorpusStore(settings.corpus_path)
+    client = OaiPmhClient(settings.arxiv_oai_url, settings.arxiv_delay_seconds,
+                          settings.arxiv_retries)
+    summary = HarvestSummary()
+    try:
+        jobs.fetch_arxiv(corpus, client, args.category,
+                         on_rejection=lambda r: print(f"{r.source}: {r.reason}",
+                                                      file=sys.stderr),
+                         from_date=args.from_date, summary=summary, progress=not args.quiet)
+    except HarvestFailed:
+        print(f"fetch arxiv: stopped early after {summary}", file=sys.stderr)
+        raise
+    finally:
+        client.close()
+        corpus.close()
+    print(f"fetch arxiv: {summary}")
     return 0
 
 

@@ -53,7 +53,8 @@ def test_every_setting_is_read_from_its_variable(environment: pytest.MonkeyPatch
         "PAPERREC_SECRET_KEY": "s" * 32, "PAPERREC_PUBLIC_URL": "https://papers.example.org/",
         "SMTP_URL": "smtps://mail.example.org:465", "PAPERREC_MAIL_FROM": "me <me@example.org>",
         "PAPERREC_API_KEYS": f"admin:{GOOD_KEY}", "PAPERREC_API_KEYS_FILE": str(keys_file),
-        "PAPERREC_RATE_LIMIT": "5/second",
+        "PAPERREC_RATE_LIMIT": "5/second", "PAPERREC_ARXIV_OAI_URL": "http://127.0.0.1:1/oai",
+        "PAPERREC_ARXIV_DELAY_SECONDS": "0", "PAPERREC_ARXIV_RETRIES": "2",
     }
     assert set(given) == set(VARIABLES.values())
     for variable, value in given.items():
@@ -65,7 +66,8 @@ def test_every_setting_is_read_from_its_variable(environment: pytest.MonkeyPatch
         index_check_seconds=0.5, exact_index_max=100, secret_key="s" * 32,
         public_url="https://papers.example.org", smtp_url="smtps://mail.example.org:465",
         mail_from="me <me@example.org>", api_keys=f"admin:{GOOD_KEY}",
-        api_keys_file=str(keys_file), rate_limit="5/second")
+        api_keys_file=str(keys_file), rate_limit="5/second",
+        arxiv_oai_url="http://127.0.0.1:1/oai", arxiv_delay_seconds=0, arxiv_retries=2)
     assert settings.public_url == "https://papers.example.org"  # no trailing /
     assert settings.corpus_path == tmp_path / "corpus.sqlite"
 
@@ -119,6 +121,8 @@ BAD_VALUES = [
     ("PAPERREC_PUBLIC_URL", "ftp://papers.example.org", "http:// or https://"),
     ("PAPERREC_PUBLIC_URL", "papers.example.org", "http:// or https://"),
     ("REDIS_URL", "localhost:6379", "redis://"),
+    ("PAPERREC_ARXIV_OAI_URL", "oaipmh.arxiv.org/oai", "http:// or https://"),
+    ("PAPERREC_ARXIV_RETRIES", "-1", "greater than or equal to 0"),
 ]
 
 
@@ -230,7 +234,7 @@ def test_serve_checks_port_when_no_port_is_given(tmp_path: Path) -> None:
 @pytest.mark.parametrize("command", [
     ["ingest", "--sample"], ["rebuild-index"], ["train"], ["digest", "--dry-run", "out"],
     ["evaluate", "--papers", "p.jsonl", "--train", "t.tsv", "--test", "t.tsv",
-     "--methods", "popular", "--json", "r.json"],
+     "--methods", "popular", "--json", "r.json"], ["fetch", "arxiv", "--category", "cs.LG"],
 ])  # serve: in a process of its own, above
 def test_every_command_stops_on_a_bad_setting_with_one_line(
     environment: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path,

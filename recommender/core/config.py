@@ -34,6 +34,8 @@ EMBED_BACKENDS = ("torch", "onnx", "onnx-int8")  # recommender/embedding/encoder
 API_KEY_ROLES = ("client", "admin")
 API_KEY_MIN_LENGTH = 16
 RATE_WINDOWS = {"second": 1, "minute": 60, "hour": 3600}
+ARXIV_OAI_URL = "https://oaipmh.arxiv.org/oai"
+ARXIV_DELAY_SECONDS = 3.0  # arXiv asks harvesters to pause a few seconds between requests
 
 
 # --- the rules: each raises ValueError saying what is wrong (never echoing a secret) ---------
@@ -183,6 +185,18 @@ class Settings(BaseSettings):
     rate_limit: Annotated[str, _checked_by(parse_rate_limit)] = Field(
         "6000/minute", validation_alias="PAPERREC_RATE_LIMIT",
         description="requests per API key: N/second, N/minute or N/hour, or off")
+
+    arxiv_oai_url: Annotated[str, AfterValidator(check_public_url)] = Field(
+        ARXIV_OAI_URL, validation_alias="PAPERREC_ARXIV_OAI_URL",
+        description="arXiv's OAI-PMH endpoint, harvested by paperrec fetch arxiv")
+    arxiv_delay_seconds: float = Field(
+        ARXIV_DELAY_SECONDS, ge=0, allow_inf_nan=False,
+        validation_alias="PAPERREC_ARXIV_DELAY_SECONDS",
+        description="pause between two requests to the OAI-PMH endpoint, as arXiv asks")
+    arxiv_retries: int = Field(
+        5, ge=0, validation_alias="PAPERREC_ARXIV_RETRIES",
+        description="retries of one OAI-PMH request after a network error, a 5xx or a 503 "
+                    "with Retry-After (exponential backoff), before the harvest stops")
 
     def __init__(self, **values: Any) -> None:
         try:

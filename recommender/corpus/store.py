@@ -5,6 +5,10 @@ Beside each record the store keeps what a reader's rules look up (``recommender.
 each author's normalised name in a B-tree index (``papers_by_author``: exact, one lookup)
 and the folded words of title and abstract in an SQLite FTS5 table (``papers_with_words``:
 a phrase query), so following or muting costs an index lookup, not a scan of the corpus.
+
+A paper its source withdrew (arXiv) is kept but marked ``withdrawn``: the next index build
+leaves it out. ``harvest_positions`` holds where each harvest (source and set) stands, so the
+position travels with the corpus and is written in the same transaction as the papers.
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ CREATE TABLE IF NOT EXISTS papers (
     record TEXT NOT NULL,
     added_at REAL NOT NULL,
     updated_at REAL NOT NULL,
-    day REAL
+    day REAL,
+    withdrawn INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS paper_authors (name TEXT NOT NULL, paper TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS paper_authors_name ON paper_authors (name);
@@ -42,6 +47,16 @@ CREATE TABLE IF NOT EXISTS identities (
     PRIMARY KEY (scheme, value)
 );
 CREATE INDEX IF NOT EXISTS identities_paper ON identities (paper);
+CREATE TABLE IF NOT EXISTS harvest_positions (
+    source TEXT NOT NULL,
+    set_spec TEXT NOT NULL,
+    datestamp TEXT,      -- newest datestamp of the last harvest that finished
+    token TEXT,          -- resumption token of the harvest in progress, NULL when none is
+    started_from TEXT,   -- the `from` date that harvest asked (NULL: from the beginning)
+    newest TEXT,         -- newest datestamp that harvest has stored so far
+    updated_at REAL NOT NULL,
+    PRIMARY KEY (source, set_spec)
+);
 """
 
 
@@ -51,6 +66,16 @@ class UpsertCounts:
     updated: int = 0
     unchanged: int = 0
     merged: int = 0  # duplicates of a stored paper by DOI or title (``identity``), stored once
+
+
+@dataclass
+class HarvestPosition:
+    """Where the harvest of one set stands (see ``harvest_positions`` in the schema)."""
+
+    datestamp: str | None = None
+    token: str | None = None
+    started_from: str | None = None
+    newest: str | None = None
 
 
 class CorpusStore:
@@ -72,6 +97,10 @@ class CorpusStore:
                 rows = self._db.execute("SELECT id, record FROM papers").fetchall()
                 self._db.executemany("UPDATE papers SET day = ? WHERE id = ?", [
                     (_day(Paper.from_dict(json.loads(record))), pid) for pid, record in rows])
+        if "withdrawn" not in columns:  # added with the arXiv harvest: nothing withdrawn yet
+            with self._db:
+                self._db.execute(
+                    "ALTER TABLE papers ADD COLUMN withdrawn INTEGER NOT NULL DEFAULT 0")
         if (self._db.execute("SELECT 1 FROM identities LIMIT 1").fetchone() is None
                 and self._db.execute("SELECT 1 FROM papers LIMIT 1").fetchone()):
             with self._db:  # added with duplicate detection: the keys of every stored paper
@@ -88,6 +117,7 @@ class CorpusStore:
 
     def upsert(self, papers: Iterable[Paper], counts: UpsertCounts | None = None) -> UpsertCounts:
         """Add new papers, update changed ones, leave identical ones alone (one transaction).
+        A changed paper that was withdrawn counts again (a new version replaced it).
 
         A record with another id that ``identity.keys`` finds stored already (an arXiv id, a
         DOI, or title and first author) is a duplicate: it is stored once, under the id the
@@ -96,42 +126,82 @@ class CorpusStore:
         the record; one by DOI or title (a conference version, another source) only adds its
         identifiers, so the stored text does not flip with the order of the sources."""
         counts = counts or UpsertCounts()
-        now = time.time()
         with self._db:
-            for paper in papers:
-                stored, how = self._duplicate_of(paper)
-                if stored is not None:
-                    self._db.execute("INSERT OR IGNORE INTO identities VALUES ('id', ?, ?)",
-                                     (paper.id, stored.id))
-                    self._remember(paper, stored.id)
-                    if how != "arxiv":
-                        counts.merged += 1
-                        continue
-                    paper = replace(paper, id=stored.id, doi=paper.doi or stored.doi)
-                record = json.dumps(paper.to_dict(), ensure_ascii=False, sort_keys=True)
-                row = self._db.execute(
-                    "SELECT record, rowid FROM papers WHERE id = ?", (paper.id,)
-                ).fetchone()
-                if row is None:
-                    inserted = self._db.execute(
-                        "INSERT INTO papers VALUES (?, ?, ?, ?, ?, ?)",
-                        (paper.id, paper.content_hash, record, now, now, _day(paper)),
-                    )
-                    self._index_for_rules(inserted.lastrowid, paper)
-                    self._remember(paper)
-                    counts.added += 1
-                elif row[0] != record:
-                    self._db.execute(
-                        "UPDATE papers SET content_hash = ?, record = ?, updated_at = ?, day = ?"
-                        " WHERE id = ?",
-                        (paper.content_hash, record, now, _day(paper), paper.id),
-                    )
-                    self._index_for_rules(row[1], paper)
-                    self._remember(paper)
-                    counts.updated += 1
-                else:
-                    counts.unchanged += 1
+            self._upsert(papers, counts)
         return counts
+
+    def _upsert(self, papers: Iterable[Paper], counts: UpsertCounts) -> None:
+        now = time.time()
+        for paper in papers:
+            stored, how = self._duplicate_of(paper)
+            if stored is not None:
+                self._db.execute("INSERT OR IGNORE INTO identities VALUES ('id', ?, ?)",
+                                 (paper.id, stored.id))
+                self._remember(paper, stored.id)
+                if how != "arxiv":
+                    counts.merged += 1
+                    continue
+                paper = replace(paper, id=stored.id, doi=paper.doi or stored.doi)
+            record = json.dumps(paper.to_dict(), ensure_ascii=False, sort_keys=True)
+            row = self._db.execute(
+                "SELECT record, rowid FROM papers WHERE id = ?", (paper.id,)
+            ).fetchone()
+            if row is None:
+                inserted = self._db.execute(
+                    "INSERT INTO papers VALUES (?, ?, ?, ?, ?, ?, 0)",
+                    (paper.id, paper.content_hash, record, now, now, _day(paper)),
+                )
+                self._index_for_rules(inserted.lastrowid, paper)
+                self._remember(paper)
+                counts.added += 1
+            elif row[0] != record:
+                self._db.execute(
+                    "UPDATE papers SET content_hash = ?, record = ?, updated_at = ?, day = ?,"
+                    " withdrawn = 0 WHERE id = ?",
+                    (paper.content_hash, record, now, _day(paper), paper.id),
+                )
+                self._index_for_rules(row[1], paper)
+                self._remember(paper)
+                counts.updated += 1
+            else:
+                counts.unchanged += 1
+
+    def mark_withdrawn(self, paper_ids: Iterable[str]) -> int:
+        """Mark papers withdrawn (left out of the next index build); how many were newly
+        marked (unknown ids and papers already withdrawn are not counted)."""
+        with self._db:
+            return self._mark_withdrawn(paper_ids)
+
+    def _mark_withdrawn(self, paper_ids: Iterable[str]) -> int:
+        return sum(self._db.execute(
+            "UPDATE papers SET withdrawn = 1, updated_at = ? WHERE id = ? AND withdrawn = 0",
+            (time.time(), pid)).rowcount for pid in paper_ids)
+
+    def is_withdrawn(self, paper_id: str) -> bool:
+        row = self._db.execute("SELECT withdrawn FROM papers WHERE id = ?",
+                               (paper_id,)).fetchone()
+        return bool(row and row[0])
+
+    def harvest_position(self, source: str, set_spec: str) -> HarvestPosition:
+        row = self._db.execute(
+            "SELECT datestamp, token, started_from, newest FROM harvest_positions"
+            " WHERE source = ? AND set_spec = ?", (source, set_spec)).fetchone()
+        return HarvestPosition(*row) if row else HarvestPosition()
+
+    def store_harvested(self, source: str, set_spec: str, papers: Iterable[Paper],
+                        withdrawn: Iterable[str], position: HarvestPosition,
+                        counts: UpsertCounts) -> int:
+        """One harvested page in one transaction: its papers upserted, its withdrawn papers
+        marked, and the harvest's new ``position``, so a crash keeps all of it or none.
+        Returns how many papers were newly marked withdrawn."""
+        with self._db:
+            self._upsert(papers, counts)
+            marked = self._mark_withdrawn(withdrawn)
+            self._db.execute(
+                "INSERT OR REPLACE INTO harvest_positions VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (source, set_spec, position.datestamp, position.token, position.started_from,
+                 position.newest, time.time()))
+        return marked
 
     def _duplicate_of(self, paper: Paper) -> tuple[Paper | None, str]:
         """The stored paper this record with another id is a duplicate of, and by which key
@@ -220,10 +290,10 @@ class CorpusStore:
         return found
 
     def index_rows(self) -> Iterator[tuple[str, str, float]]:
-        """(paper id, content hash, publication day or NaN) for every paper, in insertion
-        order."""
+        """(paper id, content hash, publication day or NaN) for every paper that is not
+        withdrawn, in insertion order."""
         for pid, content_hash, day in self._db.execute(
-            "SELECT id, content_hash, day FROM papers ORDER BY rowid"
+            "SELECT id, content_hash, day FROM papers WHERE withdrawn = 0 ORDER BY rowid"
         ):
             yield pid, content_hash, math.nan if day is None else float(day)
 

@@ -1,0 +1,158 @@
+"""A local OAI-PMH 2.0 endpoint that replays arXiv records in arXiv's documented format.
+
+``OaiReplay`` serves ``ListRecords`` over a list of ``Record`` (kept in datestamp order, as a
+repository's), ``page_size`` a page, joined by resumption tokens, selecting by ``set`` (a
+record's setSpecs, or a category set ``cs:cs:LG`` matching its categories) and ``from``
+(datestamp on or after). It remembers every request's query (``requests``) and can fail on
+purpose: ``faults[n]`` answers request number n (1-based) with that status and headers, and
+``fail_from = n`` answers every request from the n-th on with a 500 (a server that died).
+Used by tests/test_fetch_arxiv.py and benchmarks/harvest.py.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+from xml.sax.saxutils import escape
+
+from tests.servers import free_port
+
+HEAD = ('<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/" '
+        'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" '
+        'xsi:schemaLocation="http://www.openarchives.org/OAI/2.0/ '
+        'http://www.openarchives.org/OAI/2.0/OAI-PMH.xsd">\n'
+        '<responseDate>2026-12-01T00:00:00Z</responseDate>\n')
+
+
+@dataclass
+class Record:
+    """One arXiv record; ``title=None`` leaves the title out (a malformed record)."""
+
+    arxiv_id: str
+    datestamp: str
+    title: str | None = "A title"
+    abstract: str = "An abstract."
+    created: str = "2026-11-02"
+    categories: str = "cs.LG"
+    authors: list[tuple[str, str]] = field(default_factory=lambda: [("Lovelace", "Ada")])
+    comments: str = ""
+    deleted: bool = False
+
+    @property
+    def set_specs(self) -> list[str]:
+        return sorted({category.split(".")[0] for category in self.categories.split()})
+
+    def xml(self) -> str:
+        sets = "".join(f"<setSpec>{spec}</setSpec>" for spec in self.set_specs)
+        status = ' status="deleted"' if self.deleted else ""
+        header = (f"<header{status}><identifier>oai:arXiv.org:{self.arxiv_id}</identifier>"
+                  f"<datestamp>{self.datestamp}</datestamp>{sets}</header>")
+        if self.deleted:
+            return f"<record>{header}</record>\n"
+        authors = "".join(f"<author><keyname>{escape(key)}</keyname>"
+                          f"<forenames>{escape(fore)}</forenames></author>"
+                          for key, fore in self.authors)
+        title = f"<title>{escape(self.title)}</title>" if self.title is not None else ""
+        comments = f"<comments>{escape(self.comments)}</comments>" if self.comments else ""
+        return (f"<record>{header}<metadata>"
+                f'<arXiv xmlns="http://arxiv.org/OAI/arXiv/" '
+                f'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" '
+                f'xsi:schemaLocation="http://arxiv.org/OAI/arXiv/ '
+                f'http://arxiv.org/OAI/arXiv.xsd">'
+                f"<id>{self.arxiv_id}</id><created>{self.created}</created>"
+                f"<updated>{self.datestamp}</updated><authors>{authors}</authors>{title}"
+                f"<categories>{self.categories}</categories>{comments}"
+                f"<license>http://arxiv.org/licenses/nonexclusive-distrib/1.0/</license>"
+                f"<abstract>  {escape(self.abstract)}\n</abstract></arXiv>"
+                f"</metadata></record>\n")
+
+    def in_set(self, set_spec: str) -> bool:
+        parts = set_spec.split(":")
+        if len(parts) == 3:  # group:archive:subject, e.g. cs:cs:LG
+            return f"{parts[1]}.{parts[2]}" in self.categories.split()
+        return parts[-1] in self.set_specs
+
+
+class OaiReplay:
+    def __init__(self, records: list[Record], page_size: int = 3) -> None:
+        self.records = records
+        self.page_size = page_size
+        self.requests: list[dict[str, str]] = []
+        self.faults: dict[int, tuple[int, dict[str, str]]] = {}
+        self.fail_from: int | None = None
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/oai"
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), self._handler())
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def __enter__(self) -> OaiReplay:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def answer(self, query: dict[str, str]) -> tuple[int, dict[str, str], str]:
+        self.requests.append(query)
+        number = len(self.requests)
+        if number in self.faults:
+            status, headers = self.faults[number]
+            return status, headers, "unavailable"
+        if self.fail_from is not None and number >= self.fail_from:
+            return 500, {}, "the server died"
+        if query.get("verb") != "ListRecords":
+            return 200, {}, self._error("badVerb", "only ListRecords is replayed")
+        if "resumptionToken" in query:
+            try:
+                set_spec, from_date, offset = query["resumptionToken"].split("|")
+                start = int(offset)
+            except ValueError:
+                return 200, {}, self._error("badResumptionToken", "not a token of ours")
+        elif query.get("metadataPrefix") != "arXiv":
+            return 200, {}, self._error("cannotDisseminateFormat", "metadataPrefix arXiv only")
+        else:
+            set_spec, from_date, start = query.get("set", ""), query.get("from", ""), 0
+        chosen = sorted((r for r in self.records
+                         if (not set_spec or r.in_set(set_spec)) and r.datestamp >= from_date),
+                        key=lambda r: r.datestamp)
+        if not chosen:
+            return 200, {}, self._error("noRecordsMatch", "no records match")
+        page = chosen[start:start + self.page_size]
+        end = start + len(page)
+        token = (f'<resumptionToken cursor="{start}" completeListSize="{len(chosen)}">'
+                 f"{set_spec}|{from_date}|{end}</resumptionToken>" if end < len(chosen) else
+                 f'<resumptionToken cursor="{start}" completeListSize="{len(chosen)}"/>')
+        body = "".join(record.xml() for record in page)
+        return 200, {}, (f'{HEAD}<request verb="ListRecords">{self.url}</request>\n'
+                         f"<ListRecords>\n{body}{token}\n</ListRecords>\n</OAI-PMH>\n")
+
+    def _error(self, code: str, message: str) -> str:
+        return (f'{HEAD}<request verb="ListRecords">{self.url}</request>\n'
+                f'<error code="{code}">{message}</error>\n</OAI-PMH>\n')
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        replay = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
+                query = {key: values[-1] for key, values in
+                         parse_qs(urlsplit(self.path).query, keep_blank_values=True).items()}
+                status, headers, body = replay.answer(query)
+                data = body.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "text/xml; charset=utf-8" if status == 200
+                                 else "text/plain")
+                self.send_header("Content-Length", str(len(data)))
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *_: object) -> None:
+                pass
+
+        return Handler
