@@ -295,9 +295,10 @@ def _add_fetch(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     arxiv = sources.add_parser("arxiv", help="arXiv, through its OAI-PMH interface",
                                description=FETCH_ARXIV_HELP,
                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    arxiv.add_argument("--category", type=category, action="append", required=True,
+    arxiv.add_argument("--category", type=category, action="append",
                        metavar="CATEGORY", help="an arXiv category (cs.LG, stat.ML, hep-th, "
-                       "astro-ph.CO) or group (cs, math, physics, ...); repeat for several")
+                       "astro-ph.CO) or group (cs, math, physics, ...); repeat for several "
+                       "(default: PAPERREC_ARXIV_CATEGORIES)")
     arxiv.add_argument("--from", dest="from_date", type=day, metavar="YYYY-MM-DD",
                        help="start a new harvest from this day (records created or updated on "
                        "or after it) instead of where the last one ended")
@@ -310,13 +311,26 @@ def _no_day(text: str) -> str:
 
 
 def _fetch_arxiv(args: argparse.Namespace, settings: Settings) -> int:
+    categories = args.category or [c.strip() for c in settings.arxiv_categories.split(",")
+                                   if c.strip()]
+    if not categories:
+        print("paperrec fetch arxiv: name a --category (e.g. --category cs.LG) or set "
+              "PAPERREC_ARXIV_CATEGORIES", file=sys.stderr)
+        return 2
+    try:
+        for name in categories:
+            set_for_category(name)
+    except InvalidInput as exc:  # from the setting (--category values are checked by argparse)
+        print(f"paperrec fetch arxiv: PAPERREC_ARXIV_CATEGORIES: {exc.message}",
+              file=sys.stderr)
+        return BAD_SETTINGS
     # Only the corpus is needed: no Redis, no model (wiring.build would start both).
     corpus = CorpusStore(settings.corpus_path)
     client = OaiPmhClient(settings.arxiv_oai_url, settings.arxiv_delay_seconds,
                           settings.arxiv_retries)
     summary = HarvestSummary()
     try:
-        jobs.fetch_arxiv(corpus, client, args.category,
+        jobs.fetch_arxiv(corpus, client, categories,
                          on_rejection=lambda r: print(f"{r.source}: {r.reason}",
                                                       file=sys.stderr),
                          from_date=args.from_date, summary=summary, progress=not args.quiet)
