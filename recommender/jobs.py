@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -43,11 +45,12 @@ class IngestSummary:
     added: int = 0
     updated: int = 0
     unchanged: int = 0
+    merged: int = 0  # records of papers already stored under another id (kept once)
     rejected: int = 0
 
     def __str__(self) -> str:
         return (f"added {self.added}, updated {self.updated}, unchanged {self.unchanged}, "
-                f"rejected {self.rejected}")
+                f"merged {self.merged}, rejected {self.rejected}")
 
 
 def ingest(
@@ -72,7 +75,7 @@ def ingest(
                 pending = []
     corpus.upsert(pending, counts)
     summary.added, summary.updated = counts.added, counts.updated
-    summary.unchanged = counts.unchanged
+    summary.unchanged, summary.merged = counts.unchanged, counts.merged
     return summary
 
 
@@ -99,6 +102,9 @@ class RebuildSummary:
     reason: str = ""
 
     def __str__(self) -> str:
+        if self.build == "skipped":
+            return (f"nothing new: index version {self.version} already holds the "
+                    f"{self.papers} papers, {self.seconds:.1f} s")
         return (f"published index version {self.version}: {self.papers} papers, "
                 f"{self.embedded} newly embedded, {self.seconds:.1f} s, {self.build} build "
                 f"({self.reason})")
@@ -106,10 +112,11 @@ class RebuildSummary:
 
 def rebuild_index(corpus: CorpusStore, embedder: TextEncoder, embedding_cache: Path,
                   index: IndexStore, exact_max: int, model: str, progress: bool = True,
-                  full: bool = False) -> RebuildSummary:
+                  full: bool = False, if_changed: bool = False) -> RebuildSummary:
     """Embed what is new or changed, then publish an index over every paper: extending the
     previous version when only a few papers were added (see ``IndexStore.publish``), built
-    from scratch when ``full`` or when it cannot be extended."""
+    from scratch when ``full`` or when it cannot be extended. ``if_changed``: publish nothing
+    when the current version already holds every paper as it is (a scheduled run)."""
     started = time.perf_counter()
     rows = list(corpus.index_rows())
     if not rows:
@@ -120,6 +127,9 @@ def rebuild_index(corpus: CorpusStore, embedder: TextEncoder, embedding_cache: P
     ids = [pid for pid, _, _ in rows]
     hashes = [h for _, h, _ in rows]
     days = np.asarray([day for _, _, day in rows], dtype=np.float64)
+    if if_changed and not full and index.is_current(ids, hashes, embedder.variant):
+        return RebuildSummary(str(index.current_version()), len(ids), 0,
+                              time.perf_counter() - started, "skipped", "nothing new")
 
     def texts_of(missing: set[str]) -> dict[str, str]:
         texts = corpus.texts([pid for pid, h, _ in rows if h in missing])
@@ -141,23 +151,37 @@ class TrainSummary:
     likes: int
     calibration: str
     seconds: float
+    skipped: bool = False
 
     def __str__(self) -> str:
+        if self.skipped:
+            return (f"nothing new: collaborative model version {self.version or '(none)'} was "
+                    f"trained on these {self.likes} likes and this index, {self.seconds:.1f} s")
         return (f"published collaborative model version {self.version}: {self.users} users, "
                 f"{self.papers} papers, {self.likes} likes, probability: {self.calibration}, "
                 f"{self.seconds:.1f} s")
 
 
 def train_collaborative(feedback: FeedbackStore, models: VersionedDir, index: LiveIndex,
-                        progress: bool = True) -> TrainSummary:
+                        progress: bool = True, if_changed: bool = False) -> TrainSummary:
     """Fit collaborative filtering on every like in Redis, calibrate the lists' probability
-    on the latest likes (``calibrate``), and publish both beside the index."""
+    on the latest likes (``calibrate``), and publish both beside the index. ``if_changed``:
+    publish nothing when the current version was trained on the same likes over the same
+    index version, or when there are no likes yet (a scheduled run)."""
     started = time.perf_counter()
     likes = feedback.likes_by_user()
+    current = models.current()
+    fingerprint = _fingerprint(likes, index.store.current_version())
+    total = sum(len(v) for v in likes.values())
+    if if_changed and (not likes or (current is not None and _trained_on(models, current)
+                                     == fingerprint)):
+        return TrainSummary(current or "", len(likes), 0, total, "",
+                            time.perf_counter() - started, skipped=True)
     if not likes:
         raise InvalidInput("there are no likes yet: collaborative filtering learns from users' "
                            "likes, so record some first (PUT /v1/users/<user>/feedback/<paper>)")
     model = CollaborativeModel.fit(likes, progress=progress)
+    model.meta["likes_fingerprint"] = fingerprint
     try:
         served = index.get()
     except IndexNotReady:
@@ -171,6 +195,23 @@ def train_collaborative(feedback: FeedbackStore, models: VersionedDir, index: Li
     return TrainSummary(version, len(likes), len(model.item_ids),
                         sum(len(v) for v in likes.values()), model.calibration.source,
                         time.perf_counter() - started)
+
+
+def _fingerprint(likes: Mapping[str, Sequence[str]], index_version: str | None) -> str:
+    """What a model is trained on: every (user, paper) like, and the index version."""
+    digest = hashlib.sha256(f"index {index_version}\n".encode())
+    for user in sorted(likes):
+        for paper_id in sorted(likes[user]):
+            digest.update(f"{user}\t{paper_id}\n".encode())
+    return digest.hexdigest()
+
+
+def _trained_on(models: VersionedDir, version: str) -> str | None:
+    try:
+        meta = json.loads((models.path(version) / "meta.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return meta.get("likes_fingerprint") if isinstance(meta, dict) else None
 
 
 def calibrate(ctx: RankingContext, likes_by_user: Mapping[str, Sequence[int]]) -> Calibration:

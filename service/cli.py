@@ -87,6 +87,9 @@ def _parser() -> argparse.ArgumentParser:
         "summary says which kind ran and why.",
     )
     rebuild.add_argument("--quiet", action="store_true", help="no progress bar")
+    rebuild.add_argument("--if-changed", action="store_true",
+                         help="publish nothing when the current index already holds every "
+                         "paper as it is (for schedules)")
     rebuild.add_argument("--full", action="store_true",
                          help="rebuild everything from scratch (recomputes the corpus mean)")
     rebuild.set_defaults(run=_rebuild)
@@ -98,6 +101,9 @@ def _parser() -> argparse.ArgumentParser:
         "training count at once (users are folded in at request time).",
     )
     train.add_argument("--quiet", action="store_true", help="no progress bar")
+    train.add_argument("--if-changed", action="store_true",
+                       help="publish nothing when the current model was trained on the same "
+                       "likes and index, or when there are no likes yet (for schedules)")
     train.set_defaults(run=_train)
 
     digest = sub.add_parser(
@@ -289,9 +295,10 @@ def _add_fetch(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     arxiv = sources.add_parser("arxiv", help="arXiv, through its OAI-PMH interface",
                                description=FETCH_ARXIV_HELP,
                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    arxiv.add_argument("--category", type=category, action="append", required=True,
+    arxiv.add_argument("--category", type=category, action="append",
                        metavar="CATEGORY", help="an arXiv category (cs.LG, stat.ML, hep-th, "
-                       "astro-ph.CO) or group (cs, math, physics, ...); repeat for several")
+                       "astro-ph.CO) or group (cs, math, physics, ...); repeat for several "
+                       "(default: PAPERREC_ARXIV_CATEGORIES)")
     arxiv.add_argument("--from", dest="from_date", type=day, metavar="YYYY-MM-DD",
                        help="start a new harvest from this day (records created or updated on "
                        "or after it) instead of where the last one ended")
@@ -304,13 +311,26 @@ def _no_day(text: str) -> str:
 
 
 def _fetch_arxiv(args: argparse.Namespace, settings: Settings) -> int:
+    categories = args.category or [c.strip() for c in settings.arxiv_categories.split(",")
+                                   if c.strip()]
+    if not categories:
+        print("paperrec fetch arxiv: name a --category (e.g. --category cs.LG) or set "
+              "PAPERREC_ARXIV_CATEGORIES", file=sys.stderr)
+        return 2
+    try:
+        for name in categories:
+            set_for_category(name)
+    except InvalidInput as exc:  # from the setting (--category values are checked by argparse)
+        print(f"paperrec fetch arxiv: PAPERREC_ARXIV_CATEGORIES: {exc.message}",
+              file=sys.stderr)
+        return BAD_SETTINGS
     # Only the corpus is needed: no Redis, no model (wiring.build would start both).
     corpus = CorpusStore(settings.corpus_path)
     client = OaiPmhClient(settings.arxiv_oai_url, settings.arxiv_delay_seconds,
                           settings.arxiv_retries)
     summary = HarvestSummary()
     try:
-        jobs.fetch_arxiv(corpus, client, args.category,
+        jobs.fetch_arxiv(corpus, client, categories,
                          on_rejection=lambda r: print(f"{r.source}: {r.reason}",
                                                       file=sys.stderr),
                          from_date=args.from_date, summary=summary, progress=not args.quiet)
@@ -328,7 +348,8 @@ def _rebuild(args: argparse.Namespace, settings: Settings) -> int:
     parts = wiring.build(settings)
     summary = jobs.rebuild_index(parts.corpus, parts.embedder, settings.embedding_cache_path,
                                  parts.index_store, settings.exact_index_max, settings.model,
-                                 progress=not args.quiet, full=args.full)
+                                 progress=not args.quiet, full=args.full,
+                                 if_changed=args.if_changed)
     print(f"rebuild-index: {summary}")
     return 0
 
@@ -357,7 +378,7 @@ def _evaluate(args: argparse.Namespace, settings: Settings) -> int:
 def _train(args: argparse.Namespace, settings: Settings) -> int:
     parts = wiring.build(settings)
     summary = jobs.train_collaborative(parts.feedback, parts.models, parts.index,
-                                    progress=not args.quiet)
+                                       progress=not args.quiet, if_changed=args.if_changed)
     print(f"train: {summary}")
     return 0
 

@@ -100,10 +100,12 @@ def search(query: SearchQuery) -> SearchOut:
            body=FeedbackBody, response=FeedbackOut, errors=(404, 503))
 def put_feedback(user_id: str, paper_id: str, body: FeedbackBody) -> FeedbackOut:
     now = time.time()
-    components().recommender.paper(paper_id)  # only papers in the corpus are rated
-    replaced = components().feedback.set(user_id, paper_id, body.signal, now)
+    # Only papers in the corpus are rated, under the id the paper is stored under (a paper
+    # that arrived twice answers to both ids).
+    paper = components().recommender.paper(paper_id)
+    replaced = components().feedback.set(user_id, paper.id, body.signal, now)
     g.feedback_written = body.signal  # counted by service.metrics
-    return FeedbackOut(user_id=user_id, paper_id=paper_id, signal=body.signal,
+    return FeedbackOut(user_id=user_id, paper_id=paper.id, signal=body.signal,
                        at=round(now, 3), replaced=replaced)
 
 
@@ -111,7 +113,8 @@ def put_feedback(user_id: str, paper_id: str, body: FeedbackBody) -> FeedbackOut
            summary="Take a like or dislike back.", tag="feedback", status=204,
            errors=(404, 503))
 def delete_feedback(user_id: str, paper_id: str) -> Response:
-    if not components().feedback.remove(user_id, paper_id):
+    stored = components().corpus.resolve(paper_id) or paper_id
+    if not components().feedback.remove(user_id, stored):
         raise NotFound(f"user {user_id!r} has no feedback on paper {paper_id!r}")
     g.feedback_written = "remove"
     return Response(status=204)

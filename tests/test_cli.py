@@ -35,9 +35,9 @@ def test_ingesting_the_same_file_twice_changes_nothing(
     data_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert run(capsys, "ingest", "--sample")[1].strip() == (
-        "ingest: added 38, updated 0, unchanged 0, rejected 0")
+        "ingest: added 38, updated 0, unchanged 0, merged 0, rejected 0")
     assert run(capsys, "ingest", "--sample")[1].strip() == (
-        "ingest: added 0, updated 0, unchanged 38, rejected 0")
+        "ingest: added 0, updated 0, unchanged 38, merged 0, rejected 0")
 
 
 def test_a_changed_abstract_updates_the_paper(
@@ -49,7 +49,8 @@ def test_a_changed_abstract_updates_the_paper(
     run(capsys, "ingest", str(path))
     write_jsonl(path, [{"id": "a1", "title": "Graph nets", "abstract": "New text about graphs."},
                        {"id": "a2", "title": "Sparse attention", "abstract": "Attention."}])
-    assert "added 0, updated 1, unchanged 1, rejected 0" in run(capsys, "ingest", str(path))[1]
+    out = run(capsys, "ingest", str(path))[1]
+    assert "added 0, updated 1, unchanged 1, merged 0, rejected 0" in out
     paper = CorpusStore(data_dir / "corpus.sqlite").get("a1")
     assert paper is not None and paper.abstract == "New text about graphs."
 
@@ -67,7 +68,7 @@ def test_bad_records_are_reported_by_line_and_the_rest_is_ingested(
     assert code == 0
     assert f"{path}:2: not valid JSON" in err
     assert f"{path}:3: paper has no title or abstract" in err
-    assert "added 2, updated 0, unchanged 0, rejected 2" in out
+    assert "added 2, updated 0, unchanged 0, merged 0, rejected 2" in out
 
 
 @pytest.mark.parametrize(("content", "reason"), [
@@ -83,7 +84,7 @@ def test_unreadable_files_say_why_and_keep_what_is_stored(
     path.write_bytes(content)
     code, out, err = run(capsys, "ingest", str(path))
     assert f"{path}:0: {reason}" in err
-    assert "added 0, updated 0, unchanged 0, rejected 1" in out
+    assert "added 0, updated 0, unchanged 0, merged 0, rejected 1" in out
     assert CorpusStore(data_dir / "corpus.sqlite").count() == 38
 
 

@@ -126,9 +126,10 @@ def data_dir_mount(service: str) -> str:
 
 
 def paperrec_calls(text: str) -> list[tuple[str, list[str]]]:
-    """(subcommand, --flags) of every `paperrec SUBCOMMAND ...` in the text."""
+    """(subcommand, --flags) of every `paperrec SUBCOMMAND ...` in the text (`fetch SOURCE`
+    is one subcommand)."""
     calls = []
-    for match in re.finditer(r"\bpaperrec ([a-z][a-z-]*)([^\n;&|`)]*)", text):
+    for match in re.finditer(r"\bpaperrec (fetch [a-z]+|[a-z][a-z-]*)([^\n;&|`)]*)", text):
         calls.append((match.group(1), re.findall(r"(?<!\S)(--[a-z][a-z-]*)", match.group(2))))
     return calls
 
@@ -272,11 +273,16 @@ def test_api_and_jobs_share_the_data_volume() -> None:
 
 
 def test_jobs_rebuild_train_and_send_digests(capsys: pytest.CaptureFixture[str]) -> None:
-    called = [sub for sub, _flags in paperrec_calls(script("jobs"))]
-    assert called == ["rebuild-index", "train", "digest"]
+    calls = paperrec_calls(script("jobs"))
+    called = [sub for sub, _flags in calls]
+    assert called == ["fetch arxiv", "rebuild-index", "train", "digest"]
+    # Each step after the fetch publishes nothing when the one before found nothing new.
+    assert all("--if-changed" in flags for sub, flags in calls if sub in ("rebuild-index",
+                                                                          "train"))
     overview = cli_help(capsys)
     for sub in called:
-        assert re.search(rf"^\s+{sub}\b", overview, re.M), f"`paperrec --help` lacks {sub}"
+        first = sub.split()[0]
+        assert re.search(rf"^\s+{first}\b", overview, re.M), f"`paperrec --help` lacks {first}"
 
 
 def test_every_paperrec_command_and_flag_exists(capsys: pytest.CaptureFixture[str]) -> None:
@@ -289,7 +295,7 @@ def test_every_paperrec_command_and_flag_exists(capsys: pytest.CaptureFixture[st
     helps: dict[str, str] = {}
     for sub, flags in calls:
         if sub not in helps:
-            helps[sub] = cli_help(capsys, sub)
+            helps[sub] = cli_help(capsys, *sub.split())
         for flag in flags:
             assert flag in helps[sub], f"`paperrec {sub}` has no {flag}"
 
@@ -365,11 +371,12 @@ def test_api_with_inline_keys_and_no_sample(tmp_path: Path) -> None:
 
 
 def test_jobs_loop_goes_on_after_a_failed_step_and_stops_on_sigterm(tmp_path: Path) -> None:
-    process, calls = run_script("jobs", tmp_path, PAPERREC_JOBS_INTERVAL_SECONDS="0.2")
+    process, calls = run_script("jobs", tmp_path, PAPERREC_JOBS_INTERVAL_SECONDS="0.2",
+                                PAPERREC_ARXIV_CATEGORIES="cs.LG")
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and (
-                not calls.exists() or len(calls.read_text().splitlines()) < 6):
+                not calls.exists() or len(calls.read_text().splitlines()) < 8):
             time.sleep(0.05)
         process.send_signal(signal.SIGTERM)
         process.communicate(timeout=10)
@@ -378,7 +385,26 @@ def test_jobs_loop_goes_on_after_a_failed_step_and_stops_on_sigterm(tmp_path: Pa
             process.kill()
     assert process.returncode == 0
     steps = [line.split("|")[0] for line in calls.read_text().splitlines()]
-    assert steps[:6] == ["rebuild-index --quiet", "train --quiet", "digest --quiet"] * 2
+    assert steps[:8] == ["fetch arxiv --quiet", "rebuild-index --quiet --if-changed",
+                         "train --quiet --if-changed", "digest --quiet"] * 2
+
+
+def test_jobs_fetch_nothing_when_no_arxiv_category_is_set(tmp_path: Path) -> None:
+    process, calls = run_script("jobs", tmp_path, PAPERREC_JOBS_INTERVAL_SECONDS="0.2",
+                                PAPERREC_ARXIV_CATEGORIES="")
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (
+                not calls.exists() or len(calls.read_text().splitlines()) < 3):
+            time.sleep(0.05)
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=10)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    steps = [line.split("|")[0] for line in calls.read_text().splitlines()]
+    assert steps[:3] == ["rebuild-index --quiet --if-changed", "train --quiet --if-changed",
+                         "digest --quiet"]
 
 
 # --- the image ------------------------------------------------------------------------------

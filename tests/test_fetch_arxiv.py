@@ -266,7 +266,6 @@ def test_categories_name_arxiv_sets() -> None:
     (["--category", "cs_LG"], "unknown arXiv category 'cs_LG'"),
     (["--category", "cs.LG", "--from", "2026-13-01"], "not a date written YYYY-MM-DD"),
     (["--category", "cs.LG", "--from", "yesterday"], "not a date written YYYY-MM-DD"),
-    ([], "the following arguments are required: --category"),
 ])
 def test_bad_arguments_stop_with_one_line_and_status_2(
         env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], arguments: list[str],
@@ -278,6 +277,19 @@ def test_bad_arguments_stop_with_one_line_and_status_2(
     assert err[0].startswith("usage: paperrec fetch arxiv")
     assert err[-1].startswith("paperrec fetch arxiv: error: ") and says in err[-1]
     assert [line for line in err if "error" in line] == [err[-1]]
+
+
+def test_categories_come_from_the_setting_when_none_is_named(
+        env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    env.delenv("PAPERREC_ARXIV_CATEGORIES", raising=False)
+    assert main(["fetch", "arxiv"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "paperrec fetch arxiv: name a --category (e.g. --category cs.LG) or set "
+        "PAPERREC_ARXIV_CATEGORIES")
+    env.setenv("PAPERREC_ARXIV_CATEGORIES", "cs.LG, cs_LG")
+    assert main(["fetch", "arxiv"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("paperrec fetch arxiv: PAPERREC_ARXIV_CATEGORIES: ") and "cs_LG" in err
 
 
 def test_help_explains_the_harvest(capsys: pytest.CaptureFixture[str]) -> None:

@@ -55,6 +55,7 @@ def test_every_setting_is_read_from_its_variable(environment: pytest.MonkeyPatch
         "PAPERREC_API_KEYS": f"admin:{GOOD_KEY}", "PAPERREC_API_KEYS_FILE": str(keys_file),
         "PAPERREC_RATE_LIMIT": "5/second", "PAPERREC_ARXIV_OAI_URL": "http://127.0.0.1:1/oai",
         "PAPERREC_ARXIV_DELAY_SECONDS": "0", "PAPERREC_ARXIV_RETRIES": "2",
+        "PAPERREC_ARXIV_CATEGORIES": "cs.LG,stat.ML",
     }
     assert set(given) == set(VARIABLES.values())
     for variable, value in given.items():
@@ -67,7 +68,8 @@ def test_every_setting_is_read_from_its_variable(environment: pytest.MonkeyPatch
         public_url="https://papers.example.org", smtp_url="smtps://mail.example.org:465",
         mail_from="me <me@example.org>", api_keys=f"admin:{GOOD_KEY}",
         api_keys_file=str(keys_file), rate_limit="5/second",
-        arxiv_oai_url="http://127.0.0.1:1/oai", arxiv_delay_seconds=0, arxiv_retries=2)
+        arxiv_oai_url="http://127.0.0.1:1/oai", arxiv_delay_seconds=0, arxiv_retries=2,
+        arxiv_categories="cs.LG,stat.ML")
     assert settings.public_url == "https://papers.example.org"  # no trailing /
     assert settings.corpus_path == tmp_path / "corpus.sqlite"
 

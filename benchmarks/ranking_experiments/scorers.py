@@ -14,7 +14,11 @@ from scipy import sparse
 from threadpoolctl import threadpool_limits
 
 from recommender.evaluation.dataset import Dataset
-from recommender.index.content_space import build_content_space, expand_queries, normalise
+from recommender.index.content_space import (
+    NEIGHBOUR_POWER,
+    build_content_space,
+    normalise,
+)
 from recommender.ranking.collaborative import CollaborativeModel
 from recommender.ranking.context import context_for
 from recommender.ranking.rank import RankingContext, rank
@@ -24,6 +28,21 @@ if TYPE_CHECKING:
 
 def centred(vectors: np.ndarray) -> np.ndarray:
     return normalise(vectors - vectors.mean(axis=0))
+
+QUERY_NEIGHBOURS = 10
+
+
+def expand_queries(vectors: np.ndarray, neighbours: np.ndarray, neighbour_sims: np.ndarray,
+                   rows: np.ndarray) -> np.ndarray:
+    """One query vector per liked row: the paper plus its nearest neighbours (AQE). The
+    ranking used it until 2026-11-30; these experiments dropped it, and it lives on here so
+    their rows can be rerun."""
+    rows = np.asarray(rows, dtype=np.int64)
+    near = neighbours[rows, :QUERY_NEIGHBOURS]
+    sims = neighbour_sims[rows, :QUERY_NEIGHBOURS]
+    weights = np.where(near >= 0, np.maximum(sims, 0.0) ** NEIGHBOUR_POWER, 0.0)
+    queries = vectors[rows] + np.einsum("qk,qkd->qd", weights, vectors[np.maximum(near, 0)])
+    return normalise(queries)
 
 
 def zscore(scores: np.ndarray) -> np.ndarray:

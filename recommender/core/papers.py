@@ -22,6 +22,7 @@ class Paper:
     year: int | None = None
     date: str | None = None  # ISO date (YYYY-MM-DD) when known
     url: str | None = None
+    doi: str | None = None
     code_urls: list[str] = field(default_factory=list)
     categories: list[str] = field(default_factory=list)
     text: str = ""  # raw title + abstract, as embedded (markup kept)

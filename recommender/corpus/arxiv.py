@@ -161,6 +161,7 @@ def paper_from_oai(record: OaiRecord) -> Paper | str | Rejection:
             "categories": _text(meta, "categories"),
             "date": _text(meta, "created") or record.datestamp or None,
             "url": f"https://arxiv.org/abs/{paper_id}",
+            "doi": _text(meta, "doi"),  # the journal version's: one paper, once
         })
     except InvalidInput as exc:
         return Rejection(where, 0, exc.message)

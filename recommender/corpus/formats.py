@@ -91,6 +91,7 @@ def paper_from_record(record: Mapping[str, Any]) -> Paper:
         year=year if year is not None or date is None else int(date[:4]),
         date=date,
         url=url or None,
+        doi=_text_field(record, "doi") or None,
         code_urls=find_urls(abstract),
         categories=_categories(record.get("categories")),
         text=text,

@@ -18,11 +18,12 @@ import math
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from recommender.core.matching import author_key, words
 from recommender.core.papers import Paper
+from recommender.corpus import identity
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS papers (
@@ -39,6 +40,13 @@ CREATE INDEX IF NOT EXISTS paper_authors_name ON paper_authors (name);
 CREATE INDEX IF NOT EXISTS paper_authors_paper ON paper_authors (paper);
 -- rowid = papers.rowid; the text is already folded (recommender.core.matching.words)
 CREATE VIRTUAL TABLE IF NOT EXISTS paper_words USING fts5(title, abstract);
+-- Every identifier a paper arrived with (corpus.identity.keys, and "id": the ids of its
+-- duplicates), so that a record arriving again is stored once.
+CREATE TABLE IF NOT EXISTS identities (
+    scheme TEXT NOT NULL, value TEXT NOT NULL, paper TEXT NOT NULL,
+    PRIMARY KEY (scheme, value)
+);
+CREATE INDEX IF NOT EXISTS identities_paper ON identities (paper);
 CREATE TABLE IF NOT EXISTS harvest_positions (
     source TEXT NOT NULL,
     set_spec TEXT NOT NULL,
@@ -53,6 +61,14 @@ CREATE TABLE IF NOT EXISTS harvest_positions (
 
 
 @dataclass
+class UpsertCounts:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    merged: int = 0  # duplicates of a stored paper by DOI or title (``identity``), stored once
+
+
+@dataclass
 class HarvestPosition:
     """Where the harvest of one set stands (see ``harvest_positions`` in the schema)."""
 
@@ -60,13 +76,6 @@ class HarvestPosition:
     token: str | None = None
     started_from: str | None = None
     newest: str | None = None
-
-
-@dataclass
-class UpsertCounts:
-    added: int = 0
-    updated: int = 0
-    unchanged: int = 0
 
 
 class CorpusStore:
@@ -92,6 +101,11 @@ class CorpusStore:
             with self._db:
                 self._db.execute(
                     "ALTER TABLE papers ADD COLUMN withdrawn INTEGER NOT NULL DEFAULT 0")
+        if (self._db.execute("SELECT 1 FROM identities LIMIT 1").fetchone() is None
+                and self._db.execute("SELECT 1 FROM papers LIMIT 1").fetchone()):
+            with self._db:  # added with duplicate detection: the keys of every stored paper
+                for record, in self._db.execute("SELECT record FROM papers ORDER BY rowid"):
+                    self._remember(Paper.from_dict(json.loads(record)))
         words_missing = self._db.execute("SELECT 1 FROM paper_words LIMIT 1").fetchone() is None
         if words_missing and self._db.execute("SELECT 1 FROM papers LIMIT 1").fetchone():
             with self._db:  # added with reader rules: index the authors and words of every paper
@@ -103,7 +117,14 @@ class CorpusStore:
 
     def upsert(self, papers: Iterable[Paper], counts: UpsertCounts | None = None) -> UpsertCounts:
         """Add new papers, update changed ones, leave identical ones alone (one transaction).
-        A changed paper that was withdrawn counts again (a new version replaced it)."""
+        A changed paper that was withdrawn counts again (a new version replaced it).
+
+        A record with another id that ``identity.keys`` finds stored already (an arXiv id, a
+        DOI, or title and first author) is a duplicate: it is stored once, under the id the
+        paper first came with; its id and identifiers are kept (``resolve`` finds the paper by
+        any of them). A duplicate by arXiv id is a version of the same preprint and updates
+        the record; one by DOI or title (a conference version, another source) only adds its
+        identifiers, so the stored text does not flip with the order of the sources."""
         counts = counts or UpsertCounts()
         with self._db:
             self._upsert(papers, counts)
@@ -112,6 +133,15 @@ class CorpusStore:
     def _upsert(self, papers: Iterable[Paper], counts: UpsertCounts) -> None:
         now = time.time()
         for paper in papers:
+            stored, how = self._duplicate_of(paper)
+            if stored is not None:
+                self._db.execute("INSERT OR IGNORE INTO identities VALUES ('id', ?, ?)",
+                                 (paper.id, stored.id))
+                self._remember(paper, stored.id)
+                if how != "arxiv":
+                    counts.merged += 1
+                    continue
+                paper = replace(paper, id=stored.id, doi=paper.doi or stored.doi)
             record = json.dumps(paper.to_dict(), ensure_ascii=False, sort_keys=True)
             row = self._db.execute(
                 "SELECT record, rowid FROM papers WHERE id = ?", (paper.id,)
@@ -122,6 +152,7 @@ class CorpusStore:
                     (paper.id, paper.content_hash, record, now, now, _day(paper)),
                 )
                 self._index_for_rules(inserted.lastrowid, paper)
+                self._remember(paper)
                 counts.added += 1
             elif row[0] != record:
                 self._db.execute(
@@ -130,6 +161,7 @@ class CorpusStore:
                     (paper.content_hash, record, now, _day(paper), paper.id),
                 )
                 self._index_for_rules(row[1], paper)
+                self._remember(paper)
                 counts.updated += 1
             else:
                 counts.unchanged += 1
@@ -171,6 +203,35 @@ class CorpusStore:
                  position.newest, time.time()))
         return marked
 
+    def _duplicate_of(self, paper: Paper) -> tuple[Paper | None, str]:
+        """The stored paper this record with another id is a duplicate of, and by which key
+        scheme; (None, "") for a new paper or one stored under this very id."""
+        if self._db.execute("SELECT 1 FROM papers WHERE id = ?", (paper.id,)).fetchone():
+            return None, ""
+        for scheme, value in identity.keys(paper):
+            row = self._db.execute("SELECT paper FROM identities WHERE scheme = ? AND value = ?",
+                                   (scheme, value)).fetchone()
+            if row and row[0] != paper.id:
+                stored = self.get(row[0])
+                if stored is not None:
+                    return stored, scheme
+        return None, ""
+
+    def _remember(self, paper: Paper, under: str | None = None) -> None:
+        """Store the record's keys for the paper ``under`` (default: its own id); a key
+        already taken keeps its paper."""
+        self._db.executemany("INSERT OR IGNORE INTO identities VALUES (?, ?, ?)",
+                             [(scheme, value, under or paper.id)
+                              for scheme, value in identity.keys(paper)])
+
+    def resolve(self, paper_id: str) -> str | None:
+        """The id a paper is stored under, given it or the id of one of its duplicates."""
+        if self._db.execute("SELECT 1 FROM papers WHERE id = ?", (paper_id,)).fetchone():
+            return paper_id
+        row = self._db.execute("SELECT paper FROM identities WHERE scheme = 'id' AND value = ?",
+                               (paper_id,)).fetchone()
+        return str(row[0]) if row else None
+
     def _index_for_rules(self, rowid: int | None, paper: Paper) -> None:
         """(Re)write the paper's author names and words (inside the caller's transaction)."""
         self._db.execute("DELETE FROM paper_authors WHERE paper = ?", (paper.id,))
@@ -209,7 +270,12 @@ class CorpusStore:
                 for pid, day in self._db.execute(sql, args)]
 
     def get(self, paper_id: str) -> Paper | None:
-        row = self._db.execute("SELECT record FROM papers WHERE id = ?", (paper_id,)).fetchone()
+        """The paper stored under this id, or under the id of a duplicate of it (``resolve``);
+        its ``id`` is the stored one."""
+        canonical = self.resolve(paper_id)
+        if canonical is None:
+            return None
+        row = self._db.execute("SELECT record FROM papers WHERE id = ?", (canonical,)).fetchone()
         return Paper.from_dict(json.loads(row[0])) if row else None
 
     def get_many(self, paper_ids: list[str]) -> dict[str, Paper]:

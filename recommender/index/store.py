@@ -142,6 +142,22 @@ class IndexStore:
     def current_version(self) -> str | None:
         return self.dir.current()
 
+    def is_current(self, ids: list[str], hashes: list[str], embedding: str) -> bool:
+        """Whether the current version holds exactly these papers with this content, made by
+        this embedding variant (a rebuild would publish the same index again)."""
+        version = self.current_version()
+        if version is None:
+            return False
+        folder = self.dir.path(version)
+        try:
+            meta = json.loads((folder / "meta.json").read_text())
+            stored = dict(zip(json.loads((folder / "ids.json").read_text()),
+                              json.loads((folder / "hashes.json").read_text()), strict=True))
+        except (OSError, ValueError):
+            return False  # damaged or from before content hashes: rebuild
+        return (meta.get("embedding", meta.get("model")) == embedding
+                and stored == dict(zip(ids, hashes, strict=True)))
+
     def publish(self, ids: list[str], raw: np.ndarray, days: np.ndarray, model: str,
                 exact_max: int, hashes: list[str] | None = None, embedding: str | None = None,
                 full: bool = False) -> PaperIndex:
