@@ -370,39 +370,33 @@ def test_api_with_inline_keys_and_no_sample(tmp_path: Path) -> None:
     assert not (tmp_path / "data" / "secret.key").exists()
 
 
-def test_jobs_loop_goes_on_after_a_failed_step_and_stops_on_sigterm(tmp_path: Path) -> None:
+def jobs_steps(tmp_path: Path, count: int, **overrides: str) -> tuple[int | None, list[str]]:
+    """The jobs loop with a stand-in paperrec, stopped by SIGTERM after ``count`` calls: its
+    exit status and the calls it made."""
     process, calls = run_script("jobs", tmp_path, PAPERREC_JOBS_INTERVAL_SECONDS="0.2",
-                                PAPERREC_ARXIV_CATEGORIES="cs.LG")
+                                **overrides)
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and (
-                not calls.exists() or len(calls.read_text().splitlines()) < 8):
+                not calls.exists() or len(calls.read_text().splitlines()) < count):
             time.sleep(0.05)
         process.send_signal(signal.SIGTERM)
         process.communicate(timeout=10)
     finally:
         if process.poll() is None:
             process.kill()
-    assert process.returncode == 0
-    steps = [line.split("|")[0] for line in calls.read_text().splitlines()]
+    return process.returncode, [line.split("|")[0] for line in calls.read_text().splitlines()]
+
+
+def test_jobs_loop_goes_on_after_a_failed_step_and_stops_on_sigterm(tmp_path: Path) -> None:
+    status, steps = jobs_steps(tmp_path, 8, PAPERREC_ARXIV_CATEGORIES="cs.LG")
+    assert status == 0
     assert steps[:8] == ["fetch arxiv --quiet", "rebuild-index --quiet --if-changed",
                          "train --quiet --if-changed", "digest --quiet"] * 2
 
 
 def test_jobs_fetch_nothing_when_no_arxiv_category_is_set(tmp_path: Path) -> None:
-    process, calls = run_script("jobs", tmp_path, PAPERREC_JOBS_INTERVAL_SECONDS="0.2",
-                                PAPERREC_ARXIV_CATEGORIES="")
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and (
-                not calls.exists() or len(calls.read_text().splitlines()) < 3):
-            time.sleep(0.05)
-        process.send_signal(signal.SIGTERM)
-        process.communicate(timeout=10)
-    finally:
-        if process.poll() is None:
-            process.kill()
-    steps = [line.split("|")[0] for line in calls.read_text().splitlines()]
+    _, steps = jobs_steps(tmp_path, 3, PAPERREC_ARXIV_CATEGORIES="")
     assert steps[:3] == ["rebuild-index --quiet --if-changed", "train --quiet --if-changed",
                          "digest --quiet"]
 
