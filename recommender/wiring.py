@@ -70,7 +70,8 @@ def build(settings: Settings, *, embedder: TextEncoder | None = None) -> Compone
     subscriptions = SubscriptionStore(client, keys)
     rules = RuleStore(client, keys)
     links = LinkSigner(load_secret(settings.secret_key, settings.data_dir))
-    recommender = Recommender(corpus, index, collaborative, feedback, encoder, rules)
+    recommender = Recommender(corpus, index, collaborative, feedback, encoder, rules,
+                              settings.embedding_cache_path)
     return Components(
         settings=settings, redis=client, keys=keys, corpus=corpus, embedder=encoder,
         index_store=index_store, index=index, models=models, collaborative=collaborative,

@@ -396,3 +396,27 @@ class ExportOut(BaseModel):
     subscription: SubscriptionOut | None
     digests: list[DigestRecord]
     rules: list[RuleOut]
+
+
+# --- a researcher's library (service/library_api.py) ------------------------------------------
+class LibraryQuery(Strict):
+    format: Literal["bibtex", "ris", "csl-json"] = Field(
+        "bibtex", description="bibtex (default), ris or csl-json")
+
+
+class ImportedEntryOut(BaseModel):
+    entry: str = Field(description="The entry's key, else its title (or the id on its line).")
+    index: int = Field(description="Its position among the file's entries, from 1.")
+    line: int | None = Field(description="The line it starts on (BibTeX, RIS, id lists).")
+    paper_id: PaperId | None = Field(description="The paper liked (null when rejected).")
+    reason: str | None = Field(description="Why it was rejected.")
+
+
+class ImportOut(BaseModel):
+    user_id: UserId
+    format: Literal["bibtex", "ris", "csl-json", "ids"]
+    matched: list[ImportedEntryOut] = Field(description="In the corpus already; now liked.")
+    added: list[ImportedEntryOut] = Field(description="Added to the corpus and liked.")
+    already_liked: list[ImportedEntryOut]
+    rejected: list[ImportedEntryOut]
+    liked: int = Field(description="The user's likes after the import.")

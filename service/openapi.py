@@ -35,7 +35,9 @@ ERROR_STATUSES = {
     403: "This needs an admin API key (for an email link: the link is not valid).",
     404: "Not found; the message says what.",
     410: "The link has expired.",
+    413: "Too large; the message says the limit.",
     414: "The URL is too long (ids are at most 128 characters).",
+    415: "A content type this call does not read; the message lists those it does.",
     429: "Too many requests for this API key; retry after `Retry-After` seconds.",
     503: "The index or Redis is unavailable; retry after `Retry-After` seconds.",
 }
@@ -58,6 +60,10 @@ class Operation:
     access: Access  # who may call it (service.auth)
     html: bool = False  # the response is an HTML page (the email links)
     description: str = ""  # more than the summary says, when there is more to say
+    # A body that is not a JSON object (a file): its OpenAPI "content" map; the view reads it.
+    raw_body: dict[str, Any] | None = None
+    # A response that is not JSON (a file): its OpenAPI response ("content", "headers").
+    raw_response: dict[str, Any] | None = None
 
 
 OPERATIONS: list[Operation] = []  # every declared operation, in declaration order
@@ -68,7 +74,8 @@ def operation(
     response: type[BaseModel] | None = None, status: int = 200,
     query: type[BaseModel] | None = None, body: type[BaseModel] | None = None,
     errors: tuple[int, ...] = (), html: bool = False, access: Access = "client",
-    description: str = "",
+    description: str = "", raw_body: dict[str, Any] | None = None,
+    raw_response: dict[str, Any] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare, validate and register one API operation; ``access`` says who may call it
     (``open``, ``client`` or ``admin``: service.auth checks it, the document shows it)."""
@@ -108,7 +115,7 @@ def operation(
         declare_access(endpoint, access)
         OPERATIONS.extend([Operation(
             each, rule, endpoint, summary, tag, response, status, query, body, errors, access,
-            html, description) for each in methods])
+            html, description, raw_body, raw_response) for each in methods])
         blueprint.add_url_rule(rule, view_func=validated, methods=list(methods))
         return validated
 
@@ -190,7 +197,11 @@ def document(app: Flask, *, secured: bool) -> dict[str, Any]:
         if op.body is not None:
             spec["requestBody"] = {"required": True, "content": {
                 "application/json": {"schema": _schema(op.body, schemas)}}}
-        if op.html:
+        if op.raw_body is not None:
+            spec["requestBody"] = {"required": True, "content": op.raw_body}
+        if op.raw_response is not None:
+            spec["responses"][str(op.status)] = {"description": "OK.", **op.raw_response}
+        elif op.html:
             spec["responses"][str(op.status)] = {"description": "An HTML page for a person "
                                                  "to read.", "content": {"text/html": {
                                                      "schema": {"type": "string"}}}}
@@ -201,7 +212,8 @@ def document(app: Flask, *, secured: bool) -> dict[str, Any]:
                 "description": "OK.",
                 "content": {"application/json": {"schema": _schema(op.response, schemas)}}}
         statuses = set(op.errors)
-        if op.query is not None or op.body is not None or spec["parameters"]:
+        if (op.query is not None or op.body is not None or op.raw_body is not None
+                or spec["parameters"]):
             statuses.add(400)
         if spec["parameters"]:
             statuses.add(414)  # the server refuses a request line over 4094 bytes

@@ -90,3 +90,18 @@ class StoreUnavailable(Unavailable):
     """The feedback store (Redis) cannot be reached."""
 
     code = "store_unavailable"
+
+
+class TooLarge(PaperrecError):
+    """A request or file beyond a documented limit (size, number of entries)."""
+
+    code = "too_large"
+    status = 413
+
+
+class UnsupportedFormat(PaperrecError):
+    """A file in a format (content type) this call does not read; the message lists those it
+    does."""
+
+    code = "unsupported_media_type"
+    status = 415

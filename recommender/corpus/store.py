@@ -232,6 +232,20 @@ class CorpusStore:
                                (paper_id,)).fetchone()
         return str(row[0]) if row else None
 
+    def find(self, paper: Paper) -> str | None:
+        """The id a paper is stored under, found by the record's id or any of its
+        identifiers (``identity.keys``: arXiv id, DOI, title and first author); None when
+        the corpus does not hold it."""
+        found = self.resolve(paper.id)
+        if found is not None:
+            return found
+        for scheme, value in identity.keys(paper):
+            row = self._db.execute("SELECT paper FROM identities WHERE scheme = ? AND value = ?",
+                                   (scheme, value)).fetchone()
+            if row:
+                return str(row[0])
+        return None
+
     def _index_for_rules(self, rowid: int | None, paper: Paper) -> None:
         """(Re)write the paper's author names and words (inside the caller's transaction)."""
         self._db.execute("DELETE FROM paper_authors WHERE paper = ?", (paper.id,))

@@ -152,15 +152,22 @@ def score(
     want: int = 0,
     served: np.ndarray | None = None,
     exclude_served: bool = False,
+    liked_vectors: np.ndarray | None = None,
 ) -> Scores:
     """Every part of the score of ``rows``; by default of every paper worth scoring for a
     list of ``want`` (all of them over an exact index, the candidates over an approximate
-    one). ``rank`` orders these; why-not reads one paper's."""
+    one). ``rank`` orders these; why-not reads one paper's.
+
+    ``liked_vectors``: liked papers that have no row in this index yet (imported since the
+    build), as vectors of the content space (``content_space.centre_query`` of their raw
+    embeddings). They count as likes in the user's direction and in the number of likes;
+    the collaborative model and the nearest-like reasons know only indexed rows."""
     liked = np.asarray(liked, dtype=np.int64)
     disliked = np.asarray(disliked, dtype=np.int64)
     served = np.zeros(0, np.int64) if served is None else np.asarray(served, dtype=np.int64)
     cf_all = _collaborative(ctx, liked)
-    direction = _direction(ctx, liked)
+    direction = _direction(ctx, liked, liked_vectors)
+    likes = len(liked) + (0 if liked_vectors is None else len(liked_vectors))
     if rows is None:
         rows = _candidates(ctx, liked, direction, cf_all, want)
     # Every paper, or some: indexing a memory-mapped array copies, so only then.
@@ -170,7 +177,7 @@ def score(
         content = np.zeros(len(rows), np.float32)
     else:
         content = vecs @ direction - float(ctx.statistics.mean @ direction)
-    popularity = ctx.popularity[rows] * _popularity_weight(len(liked))
+    popularity = ctx.popularity[rows] * _popularity_weight(likes)
     collaborative = cf_all[rows]
     dislike = np.zeros(len(rows), np.float32)
     if len(disliked):
@@ -179,7 +186,7 @@ def score(
     again = (np.zeros(len(rows), np.float32) if exclude_served
              else SERVED_PENALTY * np.isin(rows, served).astype(np.float32))
     total = content + popularity + collaborative - dislike - again
-    if not len(liked):
+    if not likes:
         total = total + DENSITY_WEIGHT * ctx.density[rows]
     scale = 1.0 if direction is None else float(np.sqrt(max(
         direction @ ctx.statistics.covariance @ direction, 1e-12)))
@@ -214,12 +221,14 @@ def rank(
     exclude_served: bool = False,
     since_day: float | None = None,
     blocked: np.ndarray | None = None,  # rows never shown (e.g. muted by a reader's rule)
+    liked_vectors: np.ndarray | None = None,  # liked papers not in the index yet (``score``)
 ) -> Ranked:
     liked = np.asarray(liked, dtype=np.int64)
     want = offset + k
     parts = score(ctx, liked, disliked, want=want, served=served,
-                  exclude_served=exclude_served)
-    if not len(liked):
+                  exclude_served=exclude_served, liked_vectors=liked_vectors)
+    personalized = bool(len(liked)) or (liked_vectors is not None and len(liked_vectors) > 0)
+    if not personalized:
         diversity = COLD_START_DIVERSITY if diversity is None else diversity
     hidden = left_out(ctx, parts.rows, liked, disliked, served=served,
                       exclude_served=exclude_served, since_day=since_day, blocked=blocked)
@@ -228,7 +237,7 @@ def rank(
     order = _top(scores, parts.vectors, want, diversity or 0.0)[offset:want]
     nearest, nearest_sim = nearest_likes(ctx, parts.vectors[order], liked)
     return Ranked(parts.rows[order], scores[order], parts.content[order], nearest, nearest_sim,
-                  parts.collaborative[order], parts.popularity[order], bool(len(liked)),
+                  parts.collaborative[order], parts.popularity[order], personalized,
                   parts.scale)
 
 
@@ -243,7 +252,8 @@ def nearest_likes(ctx: RankingContext, vectors: np.ndarray,
     return liked[best], sims[np.arange(len(vectors)), best]
 
 
-def _direction(ctx: RankingContext, liked: np.ndarray) -> np.ndarray | None:
+def _direction(ctx: RankingContext, liked: np.ndarray,
+               liked_vectors: np.ndarray | None = None) -> np.ndarray | None:
     """The user's content query: a paper's content score is its vector (minus the corpus
     mean) times this direction.
 
@@ -252,11 +262,15 @@ def _direction(ctx: RankingContext, liked: np.ndarray) -> np.ndarray | None:
     inverse covariance of the corpus (the Fisher discriminant of the likes against the
     corpus, with a shared covariance: it weighs the directions in which the likes stand out
     from the collection, not those in which every paper varies). One mat-vec per list.
+    ``liked_vectors`` (likes not in the index yet) join the liked rows' vectors.
     """
-    if not len(liked):
+    vectors = np.asarray(ctx.vectors[liked], dtype=np.float32)
+    if liked_vectors is not None and len(liked_vectors):
+        vectors = np.vstack([vectors, np.asarray(liked_vectors, dtype=np.float32)])
+    if not len(vectors):
         return None
-    mean = np.asarray(ctx.vectors[liked], dtype=np.float32).mean(axis=0)
-    weight = _fisher_weight(len(liked))
+    mean = vectors.mean(axis=0)
+    weight = _fisher_weight(len(vectors))
     if weight <= 0:
         return mean
     stats = ctx.statistics

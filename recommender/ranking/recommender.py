@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -17,6 +18,7 @@ from recommender.core.errors import IndexNotReady, NotFound
 from recommender.core.ids import validate_paper_id
 from recommender.core.papers import EPOCH, Paper
 from recommender.corpus.store import CorpusStore
+from recommender.embedding.cache import EmbeddingCache
 from recommender.embedding.encoders import TextEncoder
 from recommender.feedback.rules import Rule, RuleStore
 from recommender.feedback.store import Feedback, FeedbackStore, Signal
@@ -47,8 +49,10 @@ class ReadingList:
 class Recommender:
     def __init__(self, corpus: CorpusStore, index: LiveIndex,
                  collaborative: LiveVersion[CollaborativeModel], feedback: FeedbackStore,
-                 embedder: TextEncoder, rules: RuleStore | None = None) -> None:
+                 embedder: TextEncoder, rules: RuleStore | None = None,
+                 embedding_cache: Path | None = None) -> None:
         self._corpus = corpus
+        self._embedding_cache = embedding_cache  # vectors of liked papers not indexed yet
         self._rules = rules
         self._index = index
         self._collaborative = collaborative
@@ -108,9 +112,10 @@ class Recommender:
         liked, disliked, served = inputs.liked, inputs.disliked, inputs.served
         since_day = inputs.since_day
         first, model_offset, model_k = page(len(plan.followed), offset, k)
+        extra, likes = inputs.liked_vectors, inputs.likes
         ranked = rank(ctx, liked, disliked, model_k, offset=model_offset, diversity=diversity,
                       served=served, exclude_served=exclude_served, since_day=since_day,
-                      blocked=plan.blocked)
+                      blocked=plan.blocked, liked_vectors=extra)
         ids = [index.ids[int(r)] for r in ranked.rows]
         put_first = [(index.ids[row], rule) for row, rule in plan.followed[first]]
         liked_ids = sorted({index.ids[int(r)] for r in ranked.nearest_like if r >= 0})
@@ -118,14 +123,14 @@ class Recommender:
         calibrated = inputs.calibration
         first_rows = np.asarray([row for row, _ in plan.followed[first]], dtype=np.int64)
         first_scores = score(ctx, liked, disliked, rows=first_rows, served=served,
-                             exclude_served=exclude_served)
+                             exclude_served=exclude_served, liked_vectors=extra)
         first_probability = calibrated.probability(
-            first_scores.total / first_scores.scale, len(liked))
+            first_scores.total / first_scores.scale, likes)
         # Rules rank above the model: a followed paper scores at least what comes after it.
         top = max([1.0, *(float(s) for s in ranked.scores[:1])])
         items = [followed(pid, papers, rule.kind, rule.value, top, float(p))
                  for (pid, rule), p in zip(put_first, first_probability, strict=True)]
-        probability = calibrated.probability(ranked.scores / ranked.scale, len(liked))
+        probability = calibrated.probability(ranked.scores / ranked.scale, likes)
         ranked_items = explain(index.ids, ctx, ranked, papers, probability)
         # Without likes every item has the base rate: nothing to tell them apart, so a
         # newcomer's list (and first digest) is not cut.
@@ -178,8 +183,28 @@ class Recommender:
         plan = plan_rules(self._corpus, index, rules, now=now, since_day=since_day, never=(
             np.concatenate([liked, disliked] + ([served] if exclude_served else []))))
         calibrated = model.calibration if model is not None else DEFAULT_CALIBRATION
+        extra = self._unindexed_likes(index, signals)
         return _ListInputs(index, ctx, liked, disliked, served, since_day, rules, plan,
-                           calibrated)
+                           calibrated, extra, len(liked) + len(extra))
+
+    def _unindexed_likes(self, index: PaperIndex, signals: list[Feedback]) -> np.ndarray:
+        """Content-space vectors of the liked papers the index has no row for yet (imported
+        since the build), from their cached embeddings under the index's model variant;
+        papers not embedded yet (or not in the corpus) are left out."""
+        missing = [f.paper_id for f in signals if f.signal == "like" and not index.has(f.paper_id)]
+        dim = index.vectors.shape[1]
+        if not missing or self._embedding_cache is None or not self._embedding_cache.exists():
+            return np.zeros((0, dim), np.float32)
+        hashes = [paper.content_hash for paper in self._corpus.get_many(missing).values()]
+        cache = EmbeddingCache(self._embedding_cache)
+        try:
+            raw = cache.get(str(index.meta.get("embedding", index.model)), hashes)
+        finally:
+            cache.close()
+        vectors = [v for v in raw.values() if v.shape == (dim,)]
+        if not vectors:
+            return np.zeros((0, dim), np.float32)
+        return centre_query(np.stack(vectors), index.space.mean)
 
     def _plain(self, index: PaperIndex, hits: list[tuple[int, float]],
                reason: str) -> list[Recommendation]:
@@ -198,6 +223,8 @@ class _ListInputs:
     rules: list[Rule]
     plan: RulePlan
     calibration: Calibration
+    liked_vectors: np.ndarray  # likes not in the index yet, in its content space
+    likes: int  # all the user's likes counted (rows and vectors)
 
 
 def _rows(index: PaperIndex, signals: list[Feedback], signal: Signal) -> np.ndarray:

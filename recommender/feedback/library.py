@@ -1,0 +1,121 @@
+"""Importing a researcher's library as likes, and the liked papers back as a library.
+
+``import_library`` takes the entries ``corpus.library`` read from a file. An entry the corpus
+holds (by the entry's own key when it is a stored id of a paper with that title, else by
+arXiv id, DOI, or title and first author: ``CorpusStore.find``) becomes a like; one it does
+not hold is added to the corpus (``CorpusStore.upsert``, under its deterministic id) and
+liked. An entry with only an id that the corpus does not hold is rejected: there is no title
+or abstract to add it with (fetch or ingest it first). Importing the same file again changes
+nothing: its papers are ``already_liked``.
+
+The papers liked are embedded at once into the embedding cache (only those not cached yet),
+so the next reading list counts them before the index is rebuilt (``Recommender`` reads
+their vectors from the cache) and the next rebuild reuses the vectors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from recommender.core.matching import words
+from recommender.core.papers import Paper
+from recommender.corpus.library import LibraryEntry, LibraryRejection, ParsedLibrary
+from recommender.corpus.store import CorpusStore
+from recommender.embedding.cache import cached_vectors
+from recommender.embedding.encoders import TextEncoder
+from recommender.feedback.store import FeedbackStore
+
+
+@dataclass(frozen=True)
+class ImportedEntry:
+    """One entry of the file and what became of it (``paper_id``: the paper liked)."""
+
+    entry: str  # its key, else its title (or the id on its line)
+    index: int  # 1-based position among the file's entries
+    line: int | None  # line it starts on, where the format has lines
+    paper_id: str | None = None
+    reason: str | None = None  # why it was rejected
+
+
+@dataclass
+class ImportReport:
+    matched: list[ImportedEntry] = field(default_factory=list)  # in the corpus, now liked
+    added: list[ImportedEntry] = field(default_factory=list)  # added to the corpus and liked
+    already_liked: list[ImportedEntry] = field(default_factory=list)
+    rejected: list[ImportedEntry] = field(default_factory=list)
+    liked: int = 0  # the user's likes after the import
+
+
+def import_library(parsed: ParsedLibrary, user_id: str, *, corpus: CorpusStore,
+                   feedback: FeedbackStore, embedder: TextEncoder, embedding_cache: Path,
+                   now: float) -> ImportReport:
+    report = ImportReport(rejected=[_rejected(r) for r in parsed.rejected])
+    likes = {f.paper_id for f in feedback.get(user_id) if f.signal == "like"}
+    found: list[tuple[LibraryEntry, str]] = []
+    new: list[LibraryEntry] = []
+    for entry in parsed.entries:
+        stored = _stored(corpus, entry)
+        if stored is not None:
+            found.append((entry, stored))
+        elif not entry.paper.title:
+            report.rejected.append(_rejected(LibraryRejection(
+                entry.label, entry.index, entry.line,
+                "not in the corpus, and the entry has no title to add it with: fetch or "
+                "ingest it first (`paperrec fetch arxiv`, `paperrec ingest`), or import an "
+                "entry with its title and abstract")))
+        else:
+            new.append(entry)
+    added_ids: set[str] = set()
+    if new:
+        corpus.upsert([entry.paper for entry in new])
+        for entry in new:  # a duplicate of a stored paper was merged into it
+            stored = corpus.resolve(entry.paper.id) or entry.paper.id
+            found.append((entry, stored))
+            added_ids.add(stored)
+    liked_now: list[str] = []
+    for entry, paper_id in sorted(found, key=lambda pair: pair[0].index):
+        item = ImportedEntry(entry.label, entry.index, entry.line, paper_id)
+        if paper_id in likes:
+            report.already_liked.append(item)
+            continue
+        feedback.set(user_id, paper_id, "like", now)
+        likes.add(paper_id)
+        liked_now.append(paper_id)
+        (report.added if paper_id in added_ids else report.matched).append(item)
+    _embed(corpus, liked_now, embedder, embedding_cache)
+    report.liked = sum(1 for f in feedback.get(user_id) if f.signal == "like")
+    return report
+
+
+def liked_papers(user_id: str, *, corpus: CorpusStore, feedback: FeedbackStore) -> list[Paper]:
+    """The papers the user likes, oldest like first (those no longer in the corpus left out)."""
+    ids = [f.paper_id for f in feedback.get(user_id) if f.signal == "like"]
+    papers = corpus.get_many(ids)
+    return [papers[pid] for pid in ids if pid in papers]
+
+
+def _stored(corpus: CorpusStore, entry: LibraryEntry) -> str | None:
+    """The stored paper the entry is: its own key when that is a stored id whose paper has
+    the entry's title (an export of paperrec), else by its identifiers."""
+    if entry.source_id:
+        paper = corpus.get(entry.source_id)
+        if paper is not None and (not entry.paper.title or
+                                  words(paper.title) == words(entry.paper.title)):
+            return paper.id
+    return corpus.find(entry.paper)
+
+
+def _embed(corpus: CorpusStore, paper_ids: list[str], embedder: TextEncoder,
+           embedding_cache: Path) -> None:
+    """Cache the vectors of these papers (embedding only those not cached yet)."""
+    papers = corpus.get_many(paper_ids)
+    by_hash = {paper.content_hash: paper.text for paper in papers.values()}
+    if by_hash:
+        cached_vectors(embedder, embedding_cache, list(by_hash),
+                       lambda missing: {h: by_hash[h] for h in missing}, progress=False)
+
+
+def _rejected(rejection: LibraryRejection) -> ImportedEntry:
+    return ImportedEntry(rejection.label, rejection.index, rejection.line,
+                         reason=rejection.reason)

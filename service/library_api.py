@@ -1,0 +1,118 @@
+"""A researcher's library in and out: import a reference manager's export as likes, export
+the liked papers as a file a reference manager imports (recommender.corpus.library,
+recommender.feedback.library). Registered on the API blueprint of service.routes."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+from typing import Any
+
+from flask import Response, g, request
+from werkzeug.exceptions import RequestEntityTooLarge
+
+from recommender.core.errors import InvalidInput, TooLarge
+from recommender.corpus.library import (
+    CONTENT_TYPES,
+    MAX_ENTRIES,
+    LibraryFormat,
+    format_for,
+    parse_library,
+)
+from recommender.corpus.library_writers import FILE_EXTENSIONS, content_type, write_library
+from recommender.feedback.library import import_library, liked_papers
+
+from .api_models import ImportOut, LibraryQuery
+from .openapi import operation
+from .routes import api
+from .state import components
+
+MAX_LIBRARY_BYTES = 10 * 1024 * 1024
+_FILE = {"schema": {"type": "string"}}
+_IMPORT_BODY: dict[str, Any] = {
+    **{media: _FILE for media in CONTENT_TYPES.values()},
+    "multipart/form-data": {"schema": {
+        "type": "object", "required": ["file"],
+        "properties": {"file": {"type": "string", "format": "binary", "description":
+                                "the file; its format from the part's content type or its "
+                                "extension (.bib, .ris, .json, .txt)"}}}},
+}
+_EXPORT_RESPONSE: dict[str, Any] = {
+    "content": {CONTENT_TYPES[fmt]: _FILE for fmt in ("bibtex", "ris", "csl-json")},
+    "headers": {"Content-Disposition": {
+        "description": "attachment; filename=\"paperrec-<user_id>.<bib|ris|json>\"",
+        "schema": {"type": "string"}}},
+}
+
+
+@operation(api, "POST", "/v1/users/<user_id>/library",
+           summary="Import a library (BibTeX, RIS, CSL-JSON, or arXiv ids and DOIs) as likes.",
+           tag="feedback", response=ImportOut, errors=(413, 415, 503), raw_body=_IMPORT_BODY,
+           description="The file as the body, with its content type (`application/x-bibtex`, "
+                       "`application/x-research-info-systems`, "
+                       "`application/vnd.citationstyles.csl+json`, or `text/plain` for arXiv "
+                       "ids and DOIs one a line), or as the multipart field `file`. Entries "
+                       "the corpus holds (by arXiv id, DOI, or title and first author) are "
+                       "liked (`matched`); the others are added to the corpus and liked "
+                       "(`added`); each liked paper counts in the next reading list at once. "
+                       "Entries with neither title nor id, or with only an id the corpus does "
+                       "not hold, are `rejected` with the reason, and the rest imported. "
+                       "Importing the same file again changes nothing (`already_liked`). "
+                       f"413 beyond {MAX_LIBRARY_BYTES // 2**20} MB or {MAX_ENTRIES} entries; "
+                       "415 for another content type; 400 for a file that cannot be read.")
+def import_user_library(user_id: str) -> ImportOut:
+    text, fmt = _uploaded()
+    parsed = parse_library(text, fmt)
+    parts = components()
+    report = import_library(parsed, user_id, corpus=parts.corpus, feedback=parts.feedback,
+                            embedder=parts.embedder,
+                            embedding_cache=parts.settings.embedding_cache_path,
+                            now=time.time())
+    if report.matched or report.added:
+        g.feedback_written = "like"  # counted by service.metrics
+    return ImportOut.model_validate({"user_id": user_id, "format": fmt, **asdict(report)})
+
+
+@operation(api, "GET", "/v1/users/<user_id>/library",
+           summary="The user's liked papers as a BibTeX, RIS or CSL-JSON file.",
+           tag="feedback", query=LibraryQuery, errors=(503,), raw_response=_EXPORT_RESPONSE,
+           description="Each liked paper with its title, authors, year, DOI, arXiv eprint, "
+                       "URL and abstract, keyed by its paperrec id, as an attachment a "
+                       "reference manager imports (and `POST` of the same file finds the "
+                       "same papers).")
+def export_user_library(user_id: str, query: LibraryQuery) -> Response:
+    parts = components()
+    fmt: LibraryFormat = query.format
+    papers = liked_papers(user_id, corpus=parts.corpus, feedback=parts.feedback)
+    response = Response(write_library(papers, fmt), content_type=content_type(fmt))
+    response.headers["Content-Disposition"] = (
+        f'attachment; filename="paperrec-{user_id}.{FILE_EXTENSIONS[fmt]}"')
+    return response
+
+
+def _uploaded() -> tuple[str, LibraryFormat]:
+    """The uploaded file's text and format (the body, or the multipart field ``file``)."""
+    too_large = TooLarge(f"the file is larger than {MAX_LIBRARY_BYTES // 2**20} MB; "
+                         "split it and import the parts")
+    if (request.content_length or 0) > MAX_LIBRARY_BYTES + 64 * 1024:  # room for multipart
+        raise too_large
+    request.max_content_length = MAX_LIBRARY_BYTES + 64 * 1024
+    try:
+        if request.mimetype == "multipart/form-data":
+            upload = request.files.get("file")
+            if upload is None:
+                raise InvalidInput("send the file in the multipart field `file` (e.g. "
+                                   "curl -F file=@library.bib)")
+            fmt = format_for(upload.mimetype, upload.filename or "")
+            data = upload.stream.read(MAX_LIBRARY_BYTES + 1)
+        else:
+            fmt = format_for(request.mimetype)
+            data = request.stream.read(MAX_LIBRARY_BYTES + 1)
+    except RequestEntityTooLarge:
+        raise too_large from None
+    if len(data) > MAX_LIBRARY_BYTES:
+        raise too_large
+    try:
+        return data.decode("utf-8-sig"), fmt
+    except UnicodeDecodeError:
+        return data.decode("latin-1"), fmt  # older BibTeX files; every byte is a character
