@@ -76,6 +76,7 @@ def _parser() -> argparse.ArgumentParser:
     ingest.set_defaults(run=_ingest)
 
     _add_fetch(sub)
+    _add_library(sub)
 
     rebuild = sub.add_parser(
         "rebuild-index", help="embed new papers and publish a new index version",
@@ -250,6 +251,72 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
     summary = jobs.ingest(wiring.build(settings).corpus, files,
                           on_rejection=lambda r: print(r, file=sys.stderr))
     print(f"ingest: {summary}")
+    return 0
+
+
+def _add_library(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    formats = ["bibtex", "ris", "csl-json", "ids"]
+    importer = sub.add_parser(
+        "import-library", help="like the papers of a reference manager's export",
+        description="Import a BibTeX, RIS or CSL-JSON file (Zotero, Mendeley, ...) or a list "
+        "of arXiv ids and DOIs (one a line) as a user's likes, as POST "
+        "/v1/users/ID/library does: papers in the corpus are liked, the others added and "
+        "liked (embedded now with the configured model, so the next reading list counts "
+        "them), unreadable entries reported. The format from the extension (.bib, .ris, "
+        ".json, .txt) unless --format says.")
+    importer.add_argument("file", type=Path, metavar="FILE")
+    importer.add_argument("--user", required=True, help="the user id")
+    importer.add_argument("--format", choices=formats, help="the file's format")
+    importer.set_defaults(run=_import_library)
+    exporter = sub.add_parser(
+        "export-library", help="write a user's liked papers as BibTeX, RIS or CSL-JSON",
+        description="The user's liked papers as a file a reference manager imports, as GET "
+        "/v1/users/ID/library gives it; to stdout unless -o names a file.")
+    exporter.add_argument("--user", required=True, help="the user id")
+    exporter.add_argument("--format", choices=formats[:3], default="bibtex",
+                          help="bibtex (default), ris or csl-json")
+    exporter.add_argument("-o", "--output", type=Path, metavar="FILE", help="write it here")
+    exporter.set_defaults(run=_export_library)
+
+
+def _import_library(args: argparse.Namespace, settings: Settings) -> int:
+    from recommender.core.ids import validate_user_id
+    from recommender.corpus.library import format_for, parse_library
+    from recommender.feedback.library import import_library
+
+    try:
+        text = args.file.read_bytes().decode("utf-8-sig", errors="replace")
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {args.file}: {exc.strerror}") from None
+    fmt = args.format or format_for(None, args.file.name)
+    parts = wiring.build(settings)
+    report = import_library(parse_library(text, fmt), validate_user_id(args.user),
+                            corpus=parts.corpus, feedback=parts.feedback,
+                            embedder=parts.embedder,
+                            embedding_cache=settings.embedding_cache_path, now=time.time())
+    for item in report.rejected:
+        where = f"line {item.line}" if item.line else f"entry {item.index}"
+        print(f"{args.file}:{where}: {item.entry}: {item.reason}", file=sys.stderr)
+    print(f"import-library: matched {len(report.matched)}, added {len(report.added)}, "
+          f"already liked {len(report.already_liked)}, rejected {len(report.rejected)}; "
+          f"{args.user} likes {report.liked} papers")
+    return 0
+
+
+def _export_library(args: argparse.Namespace, settings: Settings) -> int:
+    from recommender.core.ids import validate_user_id
+    from recommender.corpus.library_writers import write_library
+    from recommender.feedback.library import liked_papers
+
+    parts = wiring.build(settings)
+    papers = liked_papers(validate_user_id(args.user), corpus=parts.corpus,
+                          feedback=parts.feedback)
+    text = write_library(papers, args.format)
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        args.output.write_text(text, encoding="utf-8")
+        print(f"export-library: {len(papers)} papers to {args.output}", file=sys.stderr)
     return 0
 
 

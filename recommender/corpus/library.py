@@ -7,8 +7,9 @@ What is read from each entry: the title (LaTeX decoded: ``{\\"u}`` is ü, braces
 abstract, the authors ("Last, First" and "First Last" alike, given as "First Last"), the year
 and date, the DOI, the arXiv id (BibTeX ``eprint`` with ``archivePrefix = {arXiv}``, a
 ``journal = {arXiv preprint arXiv:...}``, an arxiv.org URL, a 10.48550/arXiv DOI) and the URL.
-The id of a paper new to the corpus: ``arxiv:<id>``, else ``doi:<doi>`` (when that is a valid
-paper id), else ``lib-`` and a hash of the title and first author. ``source_id`` is the
+The id of a paper new to the corpus: its arXiv id (as ``paperrec fetch arxiv`` stores
+it), else ``doi:<doi>`` (when that is a valid paper id), else ``lib-`` and a hash of the
+title and first author. ``source_id`` is the
 entry's own key (BibTeX key, RIS ``ID``, CSL ``id``): an export of paperrec writes the stored
 paper id there, so a paper without arXiv id, DOI or authors is found again.
 
@@ -134,7 +135,7 @@ def paper_from(label: str, index: int, line: int | None, *, title: str = "", abs
                                 f"{what}no title, arXiv id or DOI to find the paper by")
     names = [n for n in (_person(a) for a in authors or []) if n]
     if found_arxiv:
-        paper_id = f"arxiv:{found_arxiv}"
+        paper_id = found_arxiv  # as the arXiv harvest stores it: its update is this paper
     elif found_doi and PAPER_ID_PATTERN.fullmatch(f"doi:{found_doi}"):
         paper_id = f"doi:{found_doi}"
     else:
