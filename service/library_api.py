@@ -29,8 +29,11 @@ from .state import components
 
 MAX_LIBRARY_BYTES = 10 * 1024 * 1024
 _FILE = {"schema": {"type": "string"}}
+# CSL-JSON is a JSON array of items; an item that is not one is reported as rejected.
+_CSL = {"schema": {"type": "array", "items": {"description": "a CSL item (an object)"}}}
 _IMPORT_BODY: dict[str, Any] = {
     **{media: _FILE for media in CONTENT_TYPES.values()},
+    CONTENT_TYPES["csl-json"]: _CSL,
     "multipart/form-data": {"schema": {
         "type": "object", "required": ["file"],
         "properties": {"file": {"type": "string", "format": "binary", "description":
@@ -38,7 +41,8 @@ _IMPORT_BODY: dict[str, Any] = {
                                 "extension (.bib, .ris, .json, .txt)"}}}},
 }
 _EXPORT_RESPONSE: dict[str, Any] = {
-    "content": {CONTENT_TYPES[fmt]: _FILE for fmt in ("bibtex", "ris", "csl-json")},
+    "content": {CONTENT_TYPES["bibtex"]: _FILE, CONTENT_TYPES["ris"]: _FILE,
+                CONTENT_TYPES["csl-json"]: _CSL},
     "headers": {"Content-Disposition": {
         "description": "attachment; filename=\"paperrec-<user_id>.<bib|ris|json>\"",
         "schema": {"type": "string"}}},

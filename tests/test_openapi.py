@@ -96,8 +96,16 @@ def test_schemathesis_finds_no_server_error_and_no_nonconforming_response(
     as documented, invalid input rejected, valid input accepted, auth enforced), on every
     operation, through the coverage, fuzzing and stateful phases."""
     schemathesis = Path(sys.executable).parent / "schemathesis"
+    # A library file can be schema-valid (a string, a JSON array) and still not be one: a
+    # file of another kind, too big, or not readable as the format it says it is. Only for
+    # that operation, those answers count as the right answer to a schema-valid request.
+    config = tmp_path / "schemathesis.toml"
+    config.write_text('[[operations]]\ninclude-path = "/v1/users/{user_id}/library"\n'
+                      'include-method = "POST"\n'
+                      '[operations.checks.positive_data_acceptance]\n'
+                      'expected-statuses = ["2xx", "400", "401", "403", "413", "415", "429"]\n')
     result = subprocess.run(
-        [str(schemathesis), "--no-color", "run", f"{keyed_server.base}/openapi.json",
+        [str(schemathesis), "--no-color", "--config-file", str(config), "run", f"{keyed_server.base}/openapi.json",
          "--checks", "all", "-H", f"Authorization: Bearer {ADMIN_KEY}",
          # One worker: Python 3.11.7's parser is not thread-safe ("AST constructor recursion
          # depth mismatch", fixed in 3.11.8), and hypothesis parses source in each thread.
@@ -105,7 +113,7 @@ def test_schemathesis_finds_no_server_error_and_no_nonconforming_response(
         capture_output=True, text=True, cwd=tmp_path, timeout=600)
     report = result.stdout + result.stderr
     assert result.returncode == 0, report[-6000:]
-    assert re.search(r"Tested: 20", report), report[-3000:]
+    assert re.search(r"Tested: 22", report), report[-3000:]
 
 
 def test_the_document_says_which_calls_need_a_key(

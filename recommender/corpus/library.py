@@ -9,9 +9,9 @@ and date, the DOI, the arXiv id (BibTeX ``eprint`` with ``archivePrefix = {arXiv
 ``journal = {arXiv preprint arXiv:...}``, an arxiv.org URL, a 10.48550/arXiv DOI) and the URL.
 The id of a paper new to the corpus: its arXiv id (as ``paperrec fetch arxiv`` stores
 it), else ``doi:<doi>`` (when that is a valid paper id), else ``lib-`` and a hash of the
-title and first author. ``source_id`` is the
-entry's own key (BibTeX key, RIS ``ID``, CSL ``id``): an export of paperrec writes the stored
-paper id there, so a paper without arXiv id, DOI or authors is found again.
+title and first author. ``source_id`` is the entry's own key (BibTeX key, RIS ``ID``, CSL
+``id``): an export of paperrec writes the stored paper id there, so a paper without arXiv
+id, DOI or authors is found again.
 
 The writers (the other way) are in ``library_writers``.
 """
@@ -284,8 +284,6 @@ def _csl_json(text: str) -> ParsedLibrary:
     except ValueError as exc:
         raise InvalidInput(f"the file is not valid JSON (CSL-JSON is a JSON array of items): "
                            f"{exc}") from None
-    if isinstance(items, dict):
-        items = items.get("items", [items])
     if not isinstance(items, list):
         raise InvalidInput("CSL-JSON is a JSON array of items; the file holds "
                            f"a {type(items).__name__}")
@@ -295,15 +293,20 @@ def _csl_json(text: str) -> ParsedLibrary:
             parsed.rejected.append(LibraryRejection("", index, None,
                                                     "not a CSL-JSON item (a JSON object)"))
             continue
-        authors = []
-        for person in item.get("author") or []:
-            if isinstance(person, dict):
-                authors.append(str(person.get("literal") or " ".join(
-                    str(person[part]) for part in ("given", "family") if person.get(part))))
-        parts = (item.get("issued") or {}).get("date-parts") or [[]]
-        numbers = [int(p) for p in (parts[0] if parts and isinstance(parts[0], list) else [])
-                   if str(p).isdigit()]
-        date = "-".join(f"{n:02d}" for n in numbers) if len(numbers) == 3 else None
+        people = item.get("author")
+        authors = [str(person.get("literal") or " ".join(
+            str(person[part]) for part in ("given", "family") if person.get(part)))
+            for person in (people if isinstance(people, list) else [])
+            if isinstance(person, dict)]
+        issued = item.get("issued")
+        parts = issued.get("date-parts") if isinstance(issued, dict) else None
+        first = parts[0] if isinstance(parts, list) and parts else None
+        numbers = [int(p) for p in (first if isinstance(first, list) else [])
+                   if isinstance(p, int | str) and str(p).isdigit() and len(str(p)) <= 4]
+        if numbers and not 1 <= numbers[0] <= 9999:
+            numbers = []
+        date = (f"{numbers[0]:04d}-{numbers[1]:02d}-{numbers[2]:02d}" if len(numbers) == 3
+                and 1 <= numbers[1] <= 12 and 1 <= numbers[2] <= 31 else None)
         texts = " ".join(str(item.get(k) or "") for k in ("number", "container-title",
                                                           "archive_location", "note"))
         in_text = _ARXIV_IN_TEXT.search(texts)
