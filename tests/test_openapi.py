@@ -105,7 +105,8 @@ def test_schemathesis_finds_no_server_error_and_no_nonconforming_response(
                       '[operations.checks.positive_data_acceptance]\n'
                       'expected-statuses = ["2xx", "400", "401", "403", "413", "415", "429"]\n')
     result = subprocess.run(
-        [str(schemathesis), "--no-color", "--config-file", str(config), "run", f"{keyed_server.base}/openapi.json",
+        [str(schemathesis), "--no-color", "--config-file", str(config), "run",
+         f"{keyed_server.base}/openapi.json",
          "--checks", "all", "-H", f"Authorization: Bearer {ADMIN_KEY}",
          # One worker: Python 3.11.7's parser is not thread-safe ("AST constructor recursion
          # depth mismatch", fixed in 3.11.8), and hypothesis parses source in each thread.
