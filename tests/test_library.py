@@ -105,7 +105,7 @@ def test_bibtex_import_matches_adds_decodes_and_reports_the_malformed(
     rejected = {item["entry"]: item for item in answer["rejected"]}
     assert set(rejected) == {"broken", "nothing"}
     assert rejected["broken"]["line"] == 25 and "malformed BibTeX" in rejected["broken"]["reason"]
-    assert rejected["nothing"]["reason"].endswith("no title, arXiv id or DOI to find the paper by")
+    assert rejected["nothing"]["reason"] == "no title, arXiv id or DOI to find the paper by"
     assert answer["already_liked"] == [] and answer["liked"] == 4
     paper = lib_client.get(f"/v1/papers/{added['mueller2020']}").json
     assert paper["title"] == "Über BERT: Café Models for Transformers"
@@ -227,6 +227,10 @@ def test_the_next_reading_list_counts_imported_papers_not_yet_indexed(
     assert reading["personalized"] is True
     top = [item["paper_id"] for item in reading["items"]]
     assert set(top[:3]) <= set(federated), top
+    imported = {item["paper_id"] for item in answer["added"]}
+    first = reading["items"][0]
+    assert first["because"] and set(first["because"]) <= imported  # the reason names them
+    assert first["reason"].startswith("similar to 'Federated learning with clients")
     cold = lib_client.get("/v1/users/nobody/recommendations?k=4").json
     assert cold["personalized"] is False
 

@@ -130,9 +130,8 @@ def paper_from(label: str, index: int, line: int | None, *, title: str = "", abs
     found_arxiv = next((a for a in (identity.arxiv_id(v) for v in (
         arxiv or "", arxiv_doi.group(1) if arxiv_doi else "", url or "")) if a), None)
     if not title and not found_arxiv and not found_doi:
-        what = f"{label}: " if label else ""
-        return LibraryRejection(label, index, line,
-                                f"{what}no title, arXiv id or DOI to find the paper by")
+        return LibraryRejection(label, index, line, "no title, arXiv id or DOI to find the "
+                                "paper by")
     names = [n for n in (_person(a) for a in authors or []) if n]
     if found_arxiv:
         paper_id = found_arxiv  # as the arXiv harvest stores it: its update is this paper

@@ -9,7 +9,7 @@ the live collaborative model and the feedback store (what a user said), ranks wi
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +30,7 @@ from recommender.ranking.calibration import Calibration
 from recommender.ranking.collaborative import CollaborativeModel
 from recommender.ranking.context import LiveContext
 from recommender.ranking.explain import Recommendation, explain, followed, plain
-from recommender.ranking.rank import RankingContext, rank, score
+from recommender.ranking.rank import Ranked, RankingContext, rank, score
 from recommender.ranking.reader_rules import RulePlan, page, plan_rules
 from recommender.ranking.why_not import ListSettings, WhyNot, why_not
 from recommender.storage.versions import LiveVersion
@@ -118,7 +118,11 @@ class Recommender:
                       blocked=plan.blocked, liked_vectors=extra)
         ids = [index.ids[int(r)] for r in ranked.rows]
         put_first = [(index.ids[row], rule) for row, rule in plan.followed[first]]
-        liked_ids = sorted({index.ids[int(r)] for r in ranked.nearest_like if r >= 0})
+        all_ids = index.ids
+        if len(extra):  # a like not indexed yet may be the closest: a reason too
+            ranked, all_ids = _nearest_unindexed(ranked, ctx, index.ids, inputs.unindexed_ids,
+                                                 extra)
+        liked_ids = sorted({all_ids[int(r)] for r in ranked.nearest_like if r >= 0})
         papers = self._corpus.get_many(ids + liked_ids + [pid for pid, _ in put_first])
         calibrated = inputs.calibration
         first_rows = np.asarray([row for row, _ in plan.followed[first]], dtype=np.int64)
@@ -131,7 +135,7 @@ class Recommender:
         items = [followed(pid, papers, rule.kind, rule.value, top, float(p))
                  for (pid, rule), p in zip(put_first, first_probability, strict=True)]
         probability = calibrated.probability(ranked.scores / ranked.scale, likes)
-        ranked_items = explain(index.ids, ctx, ranked, papers, probability)
+        ranked_items = explain(all_ids, ctx, ranked, papers, probability)
         # Without likes every item has the base rate: nothing to tell them apart, so a
         # newcomer's list (and first digest) is not cut.
         floor = min_probability if ranked.personalized else 0.0
@@ -183,28 +187,32 @@ class Recommender:
         plan = plan_rules(self._corpus, index, rules, now=now, since_day=since_day, never=(
             np.concatenate([liked, disliked] + ([served] if exclude_served else []))))
         calibrated = model.calibration if model is not None else DEFAULT_CALIBRATION
-        extra = self._unindexed_likes(index, signals)
+        extra_ids, extra = self._unindexed_likes(index, signals)
         return _ListInputs(index, ctx, liked, disliked, served, since_day, rules, plan,
-                           calibrated, extra, len(liked) + len(extra))
+                           calibrated, extra, extra_ids, len(liked) + len(extra))
 
-    def _unindexed_likes(self, index: PaperIndex, signals: list[Feedback]) -> np.ndarray:
+    def _unindexed_likes(self, index: PaperIndex,
+                         signals: list[Feedback]) -> tuple[list[str], np.ndarray]:
         """Content-space vectors of the liked papers the index has no row for yet (imported
         since the build), from their cached embeddings under the index's model variant;
         papers not embedded yet (or not in the corpus) are left out."""
         missing = [f.paper_id for f in signals if f.signal == "like" and not index.has(f.paper_id)]
         dim = index.vectors.shape[1]
         if not missing or self._embedding_cache is None or not self._embedding_cache.exists():
-            return np.zeros((0, dim), np.float32)
-        hashes = [paper.content_hash for paper in self._corpus.get_many(missing).values()]
+            return [], np.zeros((0, dim), np.float32)
+        papers = self._corpus.get_many(missing)
         cache = EmbeddingCache(self._embedding_cache)
         try:
-            raw = cache.get(str(index.meta.get("embedding", index.model)), hashes)
+            raw = cache.get(str(index.meta.get("embedding", index.model)),
+                            [paper.content_hash for paper in papers.values()])
         finally:
             cache.close()
-        vectors = [v for v in raw.values() if v.shape == (dim,)]
-        if not vectors:
-            return np.zeros((0, dim), np.float32)
-        return centre_query(np.stack(vectors), index.space.mean)
+        found = [(pid, raw[paper.content_hash]) for pid, paper in papers.items()
+                 if paper.content_hash in raw and raw[paper.content_hash].shape == (dim,)]
+        if not found:
+            return [], np.zeros((0, dim), np.float32)
+        return ([pid for pid, _ in found],
+                centre_query(np.stack([vector for _, vector in found]), index.space.mean))
 
     def _plain(self, index: PaperIndex, hits: list[tuple[int, float]],
                reason: str) -> list[Recommendation]:
@@ -224,6 +232,7 @@ class _ListInputs:
     plan: RulePlan
     calibration: Calibration
     liked_vectors: np.ndarray  # likes not in the index yet, in its content space
+    unindexed_ids: list[str]  # their paper ids
     likes: int  # all the user's likes counted (rows and vectors)
 
 
@@ -231,3 +240,18 @@ def _rows(index: PaperIndex, signals: list[Feedback], signal: Signal) -> np.ndar
     """Index rows of the papers given this signal (papers not indexed yet are left out)."""
     return np.asarray([index.row(f.paper_id) for f in signals
                        if f.signal == signal and index.has(f.paper_id)], dtype=np.int64)
+
+
+def _nearest_unindexed(ranked: Ranked, ctx: RankingContext, ids: list[str],
+                       unindexed_ids: list[str],
+                       vectors: np.ndarray) -> tuple[Ranked, list[str]]:
+    """The ranked papers' nearest likes, the likes not indexed yet included: those are
+    numbered after the index's rows, in the id list returned (for ``explain``)."""
+    sims = np.asarray(ctx.vectors[ranked.rows], dtype=np.float32) @ vectors.T
+    best = sims.argmax(axis=1) if len(ranked.rows) else np.zeros(0, np.int64)
+    best_sim = sims[np.arange(len(best)), best]
+    closer = (ranked.nearest_like < 0) | (best_sim > ranked.nearest_similarity)
+    return replace(ranked,
+                   nearest_like=np.where(closer, len(ids) + best, ranked.nearest_like),
+                   nearest_similarity=np.where(closer, best_sim, ranked.nearest_similarity),
+                   ), list(ids) + unindexed_ids
