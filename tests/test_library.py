@@ -233,6 +233,10 @@ def test_the_next_reading_list_counts_imported_papers_not_yet_indexed(
     assert first["reason"].startswith("similar to 'Federated learning with clients")
     cold = lib_client.get("/v1/users/nobody/recommendations?k=4").json
     assert cold["personalized"] is False
+    # why-not scores as the list does (asked by a twin with nothing served yet)
+    post(lib_client, "twin", bib, BIBTEX)
+    why = lib_client.get(f"/v1/users/twin/recommendations/why-not/{top[1]}?k=4").json
+    assert why["rank"] == 2 and why["in_list"] is True and why["personalized"] is True
 
 
 @pytest.mark.parametrize("fmt, media, extension", [

@@ -28,7 +28,7 @@ def write_library(papers: Sequence[Paper], fmt: LibraryFormat) -> str:
     if fmt == "bibtex":
         return _bibtex(papers)
     if fmt == "ris":
-        return "".join(_ris(paper) for paper in papers)
+        return "\n".join(_ris(paper) for paper in papers)
     if fmt == "csl-json":
         return json.dumps([_csl(paper) for paper in papers], ensure_ascii=False, indent=2) + "\n"
     return "".join(f"{_arxiv(p) or p.doi or p.id}\n" for p in papers)

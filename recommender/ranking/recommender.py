@@ -168,7 +168,7 @@ class Recommender:
                        plan=inputs.plan, calibration=inputs.calibration,
                        settings=ListSettings(k, inputs.since_day, exclude_served,
                                              min_probability),
-                       papers=self._corpus.get_many)
+                       papers=self._corpus.get_many, liked_vectors=inputs.liked_vectors)
 
     def _inputs(self, user_id: str, now: float, since: dt.date | None,
                 exclude_served: bool) -> _ListInputs:

@@ -164,15 +164,19 @@ def why_not(
     calibration: Calibration,
     settings: ListSettings,
     papers: Callable[[list[str]], Mapping[str, Paper]],
+    liked_vectors: np.ndarray | None = None,
 ) -> WhyNot:
     """The answer for the paper at index ``row``; ``papers`` reads papers by id (for the
-    titles in the reasons)."""
+    titles in the reasons); ``liked_vectors``: likes not indexed yet, as ``rank`` takes them
+    (they count in the scores, not in the reasons)."""
     k = settings.k
+    likes = len(liked) + (0 if liked_vectors is None else len(liked_vectors))
     everyone = score(ctx, liked, disliked, want=max(k, ESTIMATE_DEPTH), served=served,
-                     exclude_served=settings.exclude_served)
-    mine = _own_scores(ctx, row, everyone, liked, disliked, served, settings.exclude_served)
+                     exclude_served=settings.exclude_served, liked_vectors=liked_vectors)
+    mine = _own_scores(ctx, row, everyone, liked, disliked, served, settings.exclude_served,
+                       liked_vectors)
     total = float(mine.total[0])
-    probability = float(calibration.probability(mine.total / mine.scale, len(liked))[0])
+    probability = float(calibration.probability(mine.total / mine.scale, likes)[0])
 
     hidden = left_out(ctx, everyone.rows, liked, disliked, served=served,
                       exclude_served=settings.exclude_served, since_day=settings.since_day,
@@ -197,17 +201,18 @@ def why_not(
                else " ".join(b.detail for b in blockers))
     return WhyNot(user_id, paper.id, paper.title, k, rank, ctx.search is not None, in_list,
                   round(total, 4), round(probability, 4), _parts(mine), item.reason,
-                  item.reasons, item.because, summary, bool(len(liked)), blockers)
+                  item.reasons, item.because, summary, bool(likes), blockers)
 
 
 def _own_scores(ctx: RankingContext, row: int, everyone: Scores, liked: np.ndarray,
-                disliked: np.ndarray, served: np.ndarray, exclude_served: bool) -> Scores:
+                disliked: np.ndarray, served: np.ndarray, exclude_served: bool,
+                liked_vectors: np.ndarray | None = None) -> Scores:
     """The paper's parts: read from the list's scoring when it was scored there (the same
     numbers the list compares), else scored alone (a paper outside the candidates)."""
     at = np.flatnonzero(everyone.rows == row)
     if not len(at):
         return score(ctx, liked, disliked, rows=np.asarray([row]), served=served,
-                     exclude_served=exclude_served)
+                     exclude_served=exclude_served, liked_vectors=liked_vectors)
     i = at[:1]
     return Scores(everyone.rows[i], everyone.vectors[i], everyone.total[i], everyone.content[i],
                   everyone.popularity[i], everyone.collaborative[i], everyone.dislike[i],
