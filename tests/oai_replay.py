@@ -6,18 +6,26 @@ record's setSpecs, or a category set ``cs:cs:LG`` matching its categories) and `
 (datestamp on or after). It remembers every request's query (``requests``) and can fail on
 purpose: ``faults[n]`` answers request number n (1-based) with that status and headers, and
 ``fail_from = n`` answers every request from the n-th on with a 500 (a server that died).
-Used by tests/test_fetch_arxiv.py and benchmarks/harvest.py.
+Used by tests/test_fetch_arxiv.py and benchmarks/harvest.py; ``python -m tests.oai_replay``
+serves tests/data/arxiv/demo-records.jsonl for the README's walk-through.
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import json
+import sys
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 from xml.sax.saxutils import escape
 
 from tests.servers import free_port
+
+DEMO_RECORDS = Path(__file__).parent / "data" / "arxiv" / "demo-records.jsonl"
 
 HEAD = ('<?xml version="1.0" encoding="UTF-8"?>\n'
         '<OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/" '
@@ -77,13 +85,13 @@ class Record:
 
 
 class OaiReplay:
-    def __init__(self, records: list[Record], page_size: int = 3) -> None:
+    def __init__(self, records: list[Record], page_size: int = 3, port: int = 0) -> None:
         self.records = records
         self.page_size = page_size
         self.requests: list[dict[str, str]] = []
         self.faults: dict[int, tuple[int, dict[str, str]]] = {}
         self.fail_from: int | None = None
-        self.port = free_port()
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}/oai"
         self._server = ThreadingHTTPServer(("127.0.0.1", self.port), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -95,6 +103,9 @@ class OaiReplay:
     def __exit__(self, *_: object) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+    def wait(self) -> None:
+        self._thread.join()
 
     def answer(self, query: dict[str, str]) -> tuple[int, dict[str, str], str]:
         self.requests.append(query)
@@ -156,3 +167,37 @@ class OaiReplay:
                 pass
 
         return Handler
+
+
+def records_from_jsonl(path: Path) -> list[Record]:
+    """Records written one JSON object a line: ``arxiv_id``, ``datestamp``, ``title``,
+    ``abstract``, ``categories``, ``authors`` ("Last, First" strings), optional ``created``."""
+    records = []
+    for line in path.read_text().splitlines():
+        if line.strip():
+            item = json.loads(line)
+            records.append(Record(
+                item["arxiv_id"], item["datestamp"], item["title"], item["abstract"],
+                created=item.get("created", item["datestamp"]), categories=item["categories"],
+                authors=[tuple(name.split(", ", 1)) for name in item["authors"]]))  # type: ignore[misc]
+    return records
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="Serve arXiv records over OAI-PMH (ListRecords, metadata format arXiv) on "
+                    "127.0.0.1, as the tests do, to try `paperrec fetch arxiv` without arXiv.")
+    parser.add_argument("records", type=Path, nargs="?", default=DEMO_RECORDS,
+                        help="JSON lines of records (default: %(default)s)")
+    parser.add_argument("--port", type=int, default=8081)
+    parser.add_argument("--page-size", type=int, default=3)
+    args = parser.parse_args(argv)
+    replay = OaiReplay(records_from_jsonl(args.records), args.page_size, port=args.port)
+    print(f"replaying {len(replay.records)} records at {replay.url} (Ctrl-C stops)", flush=True)
+    with replay, contextlib.suppress(KeyboardInterrupt):
+        replay.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
