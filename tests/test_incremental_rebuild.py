@@ -92,7 +92,9 @@ def test_search_similar_and_recommendations_find_the_new_papers(tmp_path: Path) 
     assert index.meta["build"] == "incremental"
     new = np.arange(2000, 2020)
     rows, _ = index.search(index.vectors[new], 1)
-    assert (rows[:, 0] == new).all()  # each new paper is found by its own vector
+    # Each new paper is found by its own vector; new0, a near-duplicate of p7, ties with it
+    # in float32 (either may come first, with the order of the sums FAISS's threads take).
+    assert (rows[1:, 0] == new[1:]).all() and rows[0, 0] in (new[0], 7)
     query = centre_query(raw[2005:2006] + 0.001, index.space.mean)
     assert index.search(query, 1)[0][0, 0] == 2005  # and by a search text's embedding
     # new0 is a near-duplicate of p7: it joins p7's neighbours, and a reader of p7 gets it.
