@@ -120,7 +120,7 @@ class FeedBuilder:
         reading_list = self._recommender.recommend(urls.user_id, FEED_ITEMS, now=now,
                                                    record=False)
         papers = self._corpus.get_many([item.paper_id for item in reading_list.items])
-        issued = dt.datetime.fromtimestamp(urls.issued_at, dt.UTC)
+        issued = dt.datetime.fromtimestamp(int(urls.issued_at), dt.UTC)
         entries = []
         for item in reading_list.items:
             paper = papers.get(item.paper_id) or Paper(item.paper_id, item.title)
@@ -195,12 +195,13 @@ def as_json_feed(feed: Feed) -> dict[str, Any]:
             "content_text": entry.content_text,
             "summary": entry.abstract or entry.why,
             "date_modified": entry.updated.isoformat(),
-            "authors": [{"name": name} for name in entry.authors],
             "_paperrec": {"paper_id": entry.paper_id, "rank": rank, "reason": entry.reason,
                           "probability": entry.probability},
         }
         if entry.published is not None:
             item["date_published"] = entry.published.isoformat()
+        if entry.authors:  # JSON Feed: an authors array holds at least one
+            item["authors"] = [{"name": name} for name in entry.authors]
         items.append(item)
     return {
         "version": JSON_FEED_VERSION,
