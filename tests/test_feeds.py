@@ -178,6 +178,16 @@ def test_no_feed_yet_is_404_and_erasing_the_user_revokes_it(client: FlaskClient)
     assert gone.status_code == 410 and "no longer works" in gone.json["error"]["message"]
 
 
+def test_an_erased_users_old_url_stays_dead_when_they_come_back(client: FlaskClient) -> None:
+    """The token's nonce is random, not a counter that erasure would reset: a URL from before
+    the erasure never opens the new feed."""
+    old = issue(client, "ada")
+    assert client.delete("/v1/users/ada").status_code == 204
+    new = issue(client, "ada")
+    assert client.get(path(old["atom"])).status_code == 410
+    assert client.get(path(new["atom"])).status_code == 200
+
+
 def test_a_reader_that_has_the_current_version_gets_304_without_a_ranking(
     client: FlaskClient, sample_settings: Settings, like: Like, paper_ids_about: PapersAbout,
     monkeypatch: Any,
