@@ -1,10 +1,10 @@
 """The one place where the parts of paperrec are built from the settings.
 
 ``build(settings)`` makes the one Redis client, every store, the live index and model, the
-embedder, the link signer, the recommender and the digest job. The service, the batch jobs,
-the digest job, readiness and metrics are handed the parts they need from here; nothing
-reaches through another object for its parts. Nothing is connected or loaded here: Redis
-connects, the index and the model load on first use.
+embedder, the link signer and feed tokens, the recommender, the feeds and the digest job. The
+service, the batch jobs, the digest job, readiness and metrics are handed the parts they need
+from here; nothing reaches through another object for its parts. Nothing is connected or
+loaded here: Redis connects, the index and the model load on first use.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import redis
 
 from recommender.core.config import Settings
 from recommender.corpus.store import CorpusStore
+from recommender.digest.feed_tokens import FeedTokens
+from recommender.digest.feeds import FeedBuilder
 from recommender.digest.job import DigestJob
 from recommender.digest.link_actions import LinkActions
 from recommender.digest.links import LinkSigner, load_secret
@@ -48,7 +50,9 @@ class Components:
     user_data: UserData
     links: LinkSigner
     link_actions: LinkActions
+    feed_tokens: FeedTokens  # the private feed URLs (signed with the links' secret)
     recommender: Recommender
+    feeds: FeedBuilder  # reading lists as Atom and JSON Feed
     digest: DigestJob
 
 
@@ -69,16 +73,20 @@ def build(settings: Settings, *, embedder: TextEncoder | None = None) -> Compone
     feedback = FeedbackStore(client, keys)
     subscriptions = SubscriptionStore(client, keys)
     rules = RuleStore(client, keys)
-    links = LinkSigner(load_secret(settings.secret_key, settings.data_dir))
+    secret = load_secret(settings.secret_key, settings.data_dir)
+    links = LinkSigner(secret)
+    feed_tokens = FeedTokens(client, keys, secret, settings.public_url)
     recommender = Recommender(corpus, index, collaborative, feedback, encoder, rules,
                               settings.embedding_cache_path)
     return Components(
         settings=settings, redis=client, keys=keys, corpus=corpus, embedder=encoder,
         index_store=index_store, index=index, models=models, collaborative=collaborative,
         feedback=feedback, subscriptions=subscriptions, rules=rules,
-        user_data=UserData(feedback, [subscriptions, rules]), links=links,
+        user_data=UserData(feedback, [subscriptions, rules, feed_tokens]), links=links,
         link_actions=LinkActions(links, subscriptions, feedback, corpus),
-        recommender=recommender,
+        feed_tokens=feed_tokens, recommender=recommender,
+        feeds=FeedBuilder(recommender, corpus, feedback, rules, index, collaborative,
+                          settings.public_url),
         digest=DigestJob(recommender, subscriptions, feedback, corpus, links,
                          settings.public_url, settings.mail_from),
     )

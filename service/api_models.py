@@ -31,6 +31,8 @@ PaperId = Annotated[str, Field(
                 "starting with a letter or digit (old arXiv ids carry a slash)",
     examples=["pl-156475ca5364802b"])]
 LinkToken = Annotated[str, Field(description="A signed token from a digest email.")]
+FeedToken = Annotated[str, Field(description="The signed token of a private feed URL "
+                                             "(`POST /v1/users/{user_id}/feed` issues it).")]
 K = Annotated[int, Field(ge=1, le=MAX_K, description=f"How many items, 1 to {MAX_K}.")]
 Signal = Literal["like", "dislike"]
 RuleAction = Literal["follow", "mute"]
@@ -67,7 +69,7 @@ JsonInteger = Annotated[int, BeforeValidator(_json_integer)]
 JsonNumber = Annotated[float, BeforeValidator(_json_number)]
 IsoDate = Annotated[dt.date, BeforeValidator(_iso_date)]
 PATH_PARAMETERS: dict[str, Any] = {
-    "user_id": UserId, "paper_id": PaperId, "token": LinkToken,
+    "user_id": UserId, "paper_id": PaperId, "token": LinkToken, "feed_token": FeedToken,
     "action": Annotated[RuleAction, Field(description="follow: always list its new papers; "
                                                       "mute: never show its papers")],
     "kind": Annotated[RuleKind, Field(description="an author's name or a keyword")],
@@ -389,6 +391,17 @@ class RulesOut(BaseModel):
     rules: list[RuleOut] = Field(description=f"Oldest first; at most {MAX_RULES}.")
 
 
+class FeedOut(BaseModel):
+    user_id: UserId
+    atom: str = Field(description="The Atom feed's private URL (no API key needed: the URL "
+                                  "is the key; keep it to yourself).")
+    json_feed: str = Field(alias="json", description="The JSON Feed 1.1 version's private URL.")
+    issued_at: float = Field(description="Unix time it was issued; URLs issued before it no "
+                                         "longer work.")
+
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
+
+
 class ExportOut(BaseModel):
     user_id: UserId
     feedback: list[FeedbackEntry]
@@ -396,6 +409,7 @@ class ExportOut(BaseModel):
     subscription: SubscriptionOut | None
     digests: list[DigestRecord]
     rules: list[RuleOut]
+    feed: FeedOut | None = Field(description="The private feed URLs, when issued.")
 
 
 # --- a researcher's library (service/library_api.py) ------------------------------------------

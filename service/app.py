@@ -14,6 +14,7 @@ from recommender.core.config import Settings
 from recommender.wiring import Components
 
 from . import (
+    feed_api,  # noqa: F401  (declares its views on the API blueprint)
     library_api,  # noqa: F401  (declares its views on the API blueprint)
     metrics,
 )
@@ -38,7 +39,7 @@ def create_app(settings: Settings | None = None, parts: Components | None = None
     parts.index.refresh()  # a missing or damaged index is logged at start, not on first use
     _log_requests(app)  # first: every request is timed and logged, refused ones too
     metrics.instrument(app)  # counted too, before the API keys are checked
-    app.register_blueprint(api)  # with library_api's views (declared on it)
+    app.register_blueprint(api)  # with library_api's and feed_api's views (declared on it)
     app.register_blueprint(docs)
     keys = ApiKeys.parse(settings.api_keys, settings.api_keys_file)
     limit = Limit.parse(settings.rate_limit)

@@ -64,6 +64,8 @@ class Operation:
     raw_body: dict[str, Any] | None = None
     # A response that is not JSON (a file): its OpenAPI response ("content", "headers").
     raw_response: dict[str, Any] | None = None
+    # Answers other than the success and the errors (e.g. a 304): status -> OpenAPI response.
+    other_responses: dict[str, Any] | None = None
 
 
 OPERATIONS: list[Operation] = []  # every declared operation, in declaration order
@@ -75,7 +77,7 @@ def operation(
     query: type[BaseModel] | None = None, body: type[BaseModel] | None = None,
     errors: tuple[int, ...] = (), html: bool = False, access: Access = "client",
     description: str = "", raw_body: dict[str, Any] | None = None,
-    raw_response: dict[str, Any] | None = None,
+    raw_response: dict[str, Any] | None = None, other_responses: dict[str, Any] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare, validate and register one API operation; ``access`` says who may call it
     (``open``, ``client`` or ``admin``: service.auth checks it, the document shows it)."""
@@ -115,7 +117,7 @@ def operation(
         declare_access(endpoint, access)
         OPERATIONS.extend([Operation(
             each, rule, endpoint, summary, tag, response, status, query, body, errors, access,
-            html, description, raw_body, raw_response) for each in methods])
+            html, description, raw_body, raw_response, other_responses) for each in methods])
         blueprint.add_url_rule(rule, view_func=validated, methods=list(methods))
         return validated
 
@@ -211,6 +213,7 @@ def document(app: Flask, *, secured: bool) -> dict[str, Any]:
             spec["responses"][str(op.status)] = {
                 "description": "OK.",
                 "content": {"application/json": {"schema": _schema(op.response, schemas)}}}
+        spec["responses"].update(op.other_responses or {})
         statuses = set(op.errors)
         if (op.query is not None or op.body is not None or op.raw_body is not None
                 or spec["parameters"]):

@@ -61,6 +61,14 @@ class ExpiredLink(PaperrecError):
     status = 410
 
 
+class RevokedLink(PaperrecError):
+    """A signed URL that was genuine but has been replaced by a newer one (a feed URL after a
+    new one was issued) or whose owner's data was erased: gone for good."""
+
+    code = "link_revoked"
+    status = 410
+
+
 class RateLimited(PaperrecError):
     """Too many requests for one API key in the current window."""
 

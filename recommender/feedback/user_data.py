@@ -1,10 +1,10 @@
 """Everything stored about one user, to hand over (export) or to forget (erase).
 
 The feedback store holds the user's signals and served history; other stores (the digest
-subscriptions, the reader's rules) add their sections through ``UserDataSection``, so this
-package needs to know nothing about them. Erasing deletes every key ``RedisKeys.user_keys``
-names, in one transaction with the user's share of the like counts
-(``FeedbackStore.erase_user``).
+subscriptions, the reader's rules, the feed URL) add their sections through
+``UserDataSection``, so this package needs to know nothing about them. Erasing deletes every
+key ``RedisKeys.user_keys`` names, in one transaction with the user's share of the like
+counts (``FeedbackStore.erase_user``).
 """
 
 from __future__ import annotations
@@ -49,5 +49,6 @@ class UserData:
         return UserExport(user_id, self._feedback.get(user_id), served, sections)
 
     def erase(self, user_id: str) -> None:
-        """Forget the user: feedback, served history, subscription, digest records and rules."""
+        """Forget the user: feedback, served history, subscription, digest records, rules and
+        feed URL (which then stops working)."""
         self._feedback.erase_user(user_id)

@@ -36,6 +36,11 @@ class RedisKeys:
         follow and mute rules, one per author or keyword (recommender.feedback.rules)."""
         return f"{self.namespace}:user:{validate_user_id(user_id)}:rules"
 
+    def feed(self, user_id: str) -> str:
+        """Hash: nonce, issued_at of the user's current feed URL (recommender.digest.feed_tokens);
+        a new nonce revokes every URL signed with the old one."""
+        return f"{self.namespace}:user:{validate_user_id(user_id)}:feed"
+
     @property
     def subscribers(self) -> str:
         """Set: every user id with a subscription."""
@@ -63,7 +68,7 @@ class RedisKeys:
     def user_keys(self, user_id: str) -> list[str]:
         """Every key that holds data about one user (for export and erasure)."""
         return [self.feedback(user_id), self.served(user_id), self.subscription(user_id),
-                self.digests(user_id), self.rules(user_id)]
+                self.digests(user_id), self.rules(user_id), self.feed(user_id)]
 
     def pattern(self) -> str:
         """Glob matching every key of this namespace (for erasing a test namespace)."""
