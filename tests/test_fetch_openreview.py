@@ -14,7 +14,12 @@ from recommender import jobs
 from recommender.core.config import Settings
 from recommender.core.errors import NotFound
 from recommender.corpus.oai_pmh import OaiPmhClient
-from recommender.corpus.openreview import OpenReviewClient, VenueSummary, paper_from_note
+from recommender.corpus.openreview import (
+    OpenReviewClient,
+    VenueSummary,
+    check_venue_id,
+    paper_from_note,
+)
 from recommender.corpus.polite_http import HarvestFailed
 from recommender.corpus.store import CorpusStore
 from service.cli import main
@@ -275,6 +280,12 @@ def test_bad_arguments_stop_with_one_line_and_status_2(
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("usage: paperrec fetch openreview")
     assert err[-1].startswith("paperrec fetch openreview: error: ") and says in err[-1]
+
+
+def test_venue_ids_are_those_of_conferences_and_journals() -> None:
+    assert [check_venue_id(v) for v in (" ICML.cc/2026/Conference", "TMLR",
+                                        "NeurIPS.cc/2025/Datasets_and_Benchmarks_Track")] == [
+        "ICML.cc/2026/Conference", "TMLR", "NeurIPS.cc/2025/Datasets_and_Benchmarks_Track"]
 
 
 def test_help_explains_the_fetch(capsys: pytest.CaptureFixture[str]) -> None:

@@ -66,7 +66,7 @@ from recommender.corpus.store import CorpusStore, HarvestPosition, UpsertCounts
 SOURCE = "openreview"
 PAGE_SIZE = 1000  # the most one request returns
 FORUM_URL = "https://openreview.net/forum?id="
-_VENUE_ID = re.compile(r"[A-Za-z0-9][\w.\-]*(?:/[\w.\-]+)+")
+_VENUE_ID = re.compile(r"[A-Za-z0-9][\w.\-]*(?:/[\w.\-]+)*")  # journals: just "TMLR"
 
 
 def check_venue_id(text: str) -> str:
