@@ -16,6 +16,8 @@ from recommender.core.papers import Paper, Rejection
 from recommender.corpus.arxiv import HarvestSummary, harvest, set_for_category
 from recommender.corpus.formats import read_papers
 from recommender.corpus.oai_pmh import OaiPmhClient
+from recommender.corpus.openreview import OpenReviewClient, VenueSummary, check_venue_id
+from recommender.corpus.openreview import harvest as harvest_venue
 from recommender.corpus.store import CorpusStore, UpsertCounts
 from recommender.embedding.cache import cached_vectors
 from recommender.embedding.encoders import TextEncoder
@@ -89,6 +91,20 @@ def fetch_arxiv(corpus: CorpusStore, client: OaiPmhClient, categories: Sequence[
     summary = summary if summary is not None else HarvestSummary()
     for set_spec in sets:
         harvest(corpus, client, set_spec, on_rejection, from_date, summary, progress)
+    return summary
+
+
+def fetch_openreview(corpus: CorpusStore, client: OpenReviewClient, venues: Sequence[str],
+                     on_rejection: Callable[[Rejection], None],
+                     summary: VenueSummary | None = None,
+                     progress: bool = True) -> VenueSummary:
+    """Store the accepted papers of each OpenReview venue (``ICML.cc/2026/Conference``),
+    continuing an interrupted fetch; a paper also stored from arXiv (same arXiv id, DOI, or
+    title and first author) is kept once. ``summary`` is filled as pages are stored, so a
+    caller still has it when a fetch stops with ``HarvestFailed``."""
+    summary = summary if summary is not None else VenueSummary()
+    for venue_id in dict.fromkeys(check_venue_id(venue) for venue in venues):
+        harvest_venue(corpus, client, venue_id, on_rejection, summary, progress)
     return summary
 
 

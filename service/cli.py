@@ -19,6 +19,7 @@ from recommender.core.config import Settings
 from recommender.core.errors import InvalidInput, PaperrecError
 from recommender.corpus.arxiv import HarvestSummary, set_for_category
 from recommender.corpus.oai_pmh import HarvestFailed, OaiPmhClient
+from recommender.corpus.openreview import OpenReviewClient, VenueSummary, check_venue_id
 from recommender.corpus.store import CorpusStore
 from recommender.digest.mailer import Mailer
 from recommender.evaluation import dataset, runner
@@ -143,7 +144,8 @@ def environment_help() -> str:
     lines = ["environment (unset or empty: the default):"]
     for variable, meaning, default in rows:
         text = meaning + (f" (default: {default})" if default else "")
-        first, *rest = textwrap.wrap(text, width=max(30, width - indent)) or [""]
+        first, *rest = textwrap.wrap(text, width=max(30, width - indent),
+                                     break_on_hyphens=False) or [""]
         lines += [f"  {variable:<{indent - 2}}{first}"] + [" " * indent + line for line in rest]
     return "\n".join(lines) + "\n"
 
@@ -342,6 +344,32 @@ updated, unchanged, withdrawn, rejected. Exit status 1 when the harvest stopped 
 """
 
 
+FETCH_OPENREVIEW_HELP = """Fetch a conference's accepted papers from OpenReview into the corpus.
+
+Each --venue is an OpenReview venue id, as in the venue's address
+(https://openreview.net/group?id=ICML.cc/2026/Conference). Its accepted papers are the notes
+whose venueid is exactly that id (rejected and withdrawn submissions carry
+<venue>/Rejected_Submission, <venue>/Withdrawn_Submission and are never stored), read from
+OpenReview's API v2 (PAPERREC_OPENREVIEW_URL) a thousand a request.
+
+Ids are openreview:<forum id>, the url the forum page, the date the publication date, the
+venue string ("ICML 2026 Poster") the paper's category. A paper the corpus holds already
+(an arXiv preprint with the same arXiv id, DOI, or title and first author) is stored once,
+merged: it keeps its id and is found by the openreview: id too. A re-run fetches the list
+again and changes nothing unless OpenReview did (a note modified since is stored again);
+a fetch that stops half-way keeps what it stored and continues from there when run again.
+Notes that cannot be read (no title, ...) are reported as "openreview:<id>: reason" and
+skipped. A venue with no accepted papers (a mistyped id, or decisions not public yet) stops
+with a message.
+
+Requests are PAPERREC_OPENREVIEW_DELAY_SECONDS apart; a 429 (rate limited) or 503 waits as
+its Retry-After says (at most 10 minutes), else backs off exponentially (5 s, 10 s, ...), as
+do network errors and other 5xx, PAPERREC_OPENREVIEW_RETRIES times. Ends with: fetched,
+added, updated, unchanged, merged, rejected. Exit status 1 when the fetch stopped early or a
+venue has nothing accepted.
+"""
+
+
 def _add_fetch(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     def category(text: str) -> str:
         try:
@@ -356,7 +384,8 @@ def _add_fetch(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         except ValueError:
             return _no_day(text)
 
-    fetch = sub.add_parser("fetch", help="harvest new papers from a source (arXiv)",
+    fetch = sub.add_parser("fetch", help="harvest new papers from a source (arXiv, "
+                           "OpenReview)",
                            description="Harvest new and updated papers into the corpus.")
     sources = fetch.add_subparsers(dest="source", required=True, metavar="SOURCE")
     arxiv = sources.add_parser("arxiv", help="arXiv, through its OAI-PMH interface",
@@ -371,6 +400,21 @@ def _add_fetch(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                        "or after it) instead of where the last one ended")
     arxiv.add_argument("--quiet", action="store_true", help="no progress bar")
     arxiv.set_defaults(run=_fetch_arxiv)
+
+    def venue(text: str) -> str:
+        try:
+            return check_venue_id(text)
+        except InvalidInput as exc:
+            raise argparse.ArgumentTypeError(exc.message) from None
+
+    openreview = sources.add_parser("openreview", help="a conference's accepted papers, "
+                                    "from OpenReview's API", description=FETCH_OPENREVIEW_HELP,
+                                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    openreview.add_argument("--venue", type=venue, action="append", required=True,
+                            metavar="VENUE_ID", help="an OpenReview venue id, e.g. "
+                            "ICML.cc/2026/Conference; repeat for several")
+    openreview.add_argument("--quiet", action="store_true", help="no progress bar")
+    openreview.set_defaults(run=_fetch_openreview)
 
 
 def _no_day(text: str) -> str:
@@ -408,6 +452,26 @@ def _fetch_arxiv(args: argparse.Namespace, settings: Settings) -> int:
         client.close()
         corpus.close()
     print(f"fetch arxiv: {summary}")
+    return 0
+
+
+def _fetch_openreview(args: argparse.Namespace, settings: Settings) -> int:
+    corpus = CorpusStore(settings.corpus_path)  # only the corpus: no Redis, no model
+    client = OpenReviewClient(settings.openreview_url, settings.openreview_delay_seconds,
+                              settings.openreview_retries)
+    summary = VenueSummary()
+    try:
+        jobs.fetch_openreview(corpus, client, args.venue,
+                              on_rejection=lambda r: print(f"{r.source}: {r.reason}",
+                                                           file=sys.stderr),
+                              summary=summary, progress=not args.quiet)
+    except HarvestFailed:
+        print(f"fetch openreview: stopped early after {summary}", file=sys.stderr)
+        raise
+    finally:
+        client.close()
+        corpus.close()
+    print(f"fetch openreview: {summary}")
     return 0
 
 

@@ -56,6 +56,8 @@ def test_every_setting_is_read_from_its_variable(environment: pytest.MonkeyPatch
         "PAPERREC_RATE_LIMIT": "5/second", "PAPERREC_ARXIV_OAI_URL": "http://127.0.0.1:1/oai",
         "PAPERREC_ARXIV_DELAY_SECONDS": "0", "PAPERREC_ARXIV_RETRIES": "2",
         "PAPERREC_ARXIV_CATEGORIES": "cs.LG,stat.ML",
+        "PAPERREC_OPENREVIEW_URL": "http://127.0.0.1:1/", "PAPERREC_OPENREVIEW_DELAY_SECONDS": "0",
+        "PAPERREC_OPENREVIEW_RETRIES": "1",
     }
     assert set(given) == set(VARIABLES.values())
     for variable, value in given.items():
@@ -69,7 +71,8 @@ def test_every_setting_is_read_from_its_variable(environment: pytest.MonkeyPatch
         mail_from="me <me@example.org>", api_keys=f"admin:{GOOD_KEY}",
         api_keys_file=str(keys_file), rate_limit="5/second",
         arxiv_oai_url="http://127.0.0.1:1/oai", arxiv_delay_seconds=0, arxiv_retries=2,
-        arxiv_categories="cs.LG,stat.ML")
+        arxiv_categories="cs.LG,stat.ML", openreview_url="http://127.0.0.1:1",
+        openreview_delay_seconds=0, openreview_retries=1)
     assert settings.public_url == "https://papers.example.org"  # no trailing /
     assert settings.corpus_path == tmp_path / "corpus.sqlite"
 
@@ -125,6 +128,8 @@ BAD_VALUES = [
     ("REDIS_URL", "localhost:6379", "redis://"),
     ("PAPERREC_ARXIV_OAI_URL", "oaipmh.arxiv.org/oai", "http:// or https://"),
     ("PAPERREC_ARXIV_RETRIES", "-1", "greater than or equal to 0"),
+    ("PAPERREC_OPENREVIEW_URL", "api2.openreview.net", "http:// or https://"),
+    ("PAPERREC_OPENREVIEW_DELAY_SECONDS", "-1", "greater than or equal to 0"),
 ]
 
 

@@ -36,6 +36,8 @@ API_KEY_MIN_LENGTH = 16
 RATE_WINDOWS = {"second": 1, "minute": 60, "hour": 3600}
 ARXIV_OAI_URL = "https://oaipmh.arxiv.org/oai"
 ARXIV_DELAY_SECONDS = 3.0  # arXiv asks harvesters to pause a few seconds between requests
+OPENREVIEW_URL = "https://api2.openreview.net"
+OPENREVIEW_DELAY_SECONDS = 1.0  # a page is up to 1000 papers: a venue is a handful of requests
 
 
 # --- the rules: each raises ValueError saying what is wrong (never echoing a secret) ---------
@@ -201,6 +203,17 @@ class Settings(BaseSettings):
         5, ge=0, validation_alias="PAPERREC_ARXIV_RETRIES",
         description="retries of one OAI-PMH request after a network error, a 5xx or a 503 "
                     "with Retry-After (exponential backoff), before the harvest stops")
+    openreview_url: Annotated[str, AfterValidator(check_public_url)] = Field(
+        OPENREVIEW_URL, validation_alias="PAPERREC_OPENREVIEW_URL",
+        description="OpenReview's API v2, read by paperrec fetch openreview")
+    openreview_delay_seconds: float = Field(
+        OPENREVIEW_DELAY_SECONDS, ge=0, allow_inf_nan=False,
+        validation_alias="PAPERREC_OPENREVIEW_DELAY_SECONDS",
+        description="pause between two requests to the OpenReview API")
+    openreview_retries: int = Field(
+        5, ge=0, validation_alias="PAPERREC_OPENREVIEW_RETRIES",
+        description="retries of one OpenReview request after a network error, a 5xx or a 429 "
+                    "(Retry-After, else exponential backoff), before the fetch stops")
 
     def __init__(self, **values: Any) -> None:
         try:
