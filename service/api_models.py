@@ -15,7 +15,7 @@ from recommender.digest.subscriptions import (
     EMAIL_PATTERN,
     MAX_ITEMS_LIMIT,
 )
-from recommender.feedback.rules import MAX_RULES, MAX_VALUE_LENGTH, VALUE_PATTERN
+from recommender.feedback.rules import MAX_RULES, MAX_VALUE_LENGTH
 
 MAX_K = 200  # items in one list, search or similar-papers answer
 MAX_OFFSET = 1000  # how deep a reading list can be paged
@@ -37,8 +37,11 @@ K = Annotated[int, Field(ge=1, le=MAX_K, description=f"How many items, 1 to {MAX
 Signal = Literal["like", "dislike"]
 RuleAction = Literal["follow", "mute"]
 RuleKind = Literal["author", "keyword"]
+# No `pattern` for "a letter or digit": regex dialects disagree on which characters are
+# ones (Python's \w takes "¾", JSON Schema validators' engines do not), so the document
+# would promise what the server does not check. The library checks it (a 400 that says so).
 RuleValue = Annotated[str, Field(
-    min_length=1, max_length=MAX_VALUE_LENGTH, pattern=VALUE_PATTERN.pattern,
+    min_length=1, max_length=MAX_VALUE_LENGTH,
     description=f"an author's name or a keyword (a word or a phrase) with a letter or digit, "
                 f"at most {MAX_VALUE_LENGTH} characters",
     examples=["Yoshua Bengio"])]
@@ -130,13 +133,12 @@ class FeedbackBody(Strict):
 
 
 class RuleBody(Strict):
-    # The value's pattern is Python's (as the library checks it), not the Rust engine's.
-    model_config = ConfigDict(extra="forbid", regex_engine="python-re")
+    model_config = ConfigDict(extra="forbid")
     value: RuleValue
 
 
 class RuleQuery(Strict):
-    model_config = ConfigDict(extra="forbid", regex_engine="python-re")
+    model_config = ConfigDict(extra="forbid")
     value: RuleValue
 
 
