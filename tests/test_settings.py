@@ -52,7 +52,8 @@ def test_every_setting_is_read_from_its_variable(environment: pytest.MonkeyPatch
         "PAPERREC_INDEX_CHECK_SECONDS": "0.5", "PAPERREC_EXACT_INDEX_MAX": "100",
         "PAPERREC_SECRET_KEY": "s" * 32, "PAPERREC_PUBLIC_URL": "https://papers.example.org/",
         "SMTP_URL": "smtps://mail.example.org:465", "PAPERREC_MAIL_FROM": "me <me@example.org>",
-        "PAPERREC_API_KEYS": f"admin:{GOOD_KEY}", "PAPERREC_API_KEYS_FILE": str(keys_file),
+        "PAPERREC_MAIL_DIR": "/srv/mail", "PAPERREC_API_KEYS": f"admin:{GOOD_KEY}",
+        "PAPERREC_API_KEYS_FILE": str(keys_file),
         "PAPERREC_RATE_LIMIT": "5/second", "PAPERREC_ARXIV_OAI_URL": "http://127.0.0.1:1/oai",
         "PAPERREC_ARXIV_DELAY_SECONDS": "0", "PAPERREC_ARXIV_RETRIES": "2",
         "PAPERREC_ARXIV_CATEGORIES": "cs.LG,stat.ML",
@@ -66,7 +67,7 @@ def test_every_setting_is_read_from_its_variable(environment: pytest.MonkeyPatch
         model="/models/specter", embed_batch_size=8, embed_backend="torch",
         index_check_seconds=0.5, exact_index_max=100, secret_key="s" * 32,
         public_url="https://papers.example.org", smtp_url="smtps://mail.example.org:465",
-        mail_from="me <me@example.org>", api_keys=f"admin:{GOOD_KEY}",
+        mail_from="me <me@example.org>", mail_dir="/srv/mail", api_keys=f"admin:{GOOD_KEY}",
         api_keys_file=str(keys_file), rate_limit="5/second",
         arxiv_oai_url="http://127.0.0.1:1/oai", arxiv_delay_seconds=0, arxiv_retries=2,
         arxiv_categories="cs.LG,stat.ML")
