@@ -28,7 +28,8 @@ def sign_in_message(settings: Settings, email: str, link: str) -> EmailMessage:
     message.set_content(
         "Someone (we hope you) asked to sign in to paperrec with this address.\n\n"
         f"Open this link to sign in (it works once, for 15 minutes):\n\n{link}\n\n"
-        "If you did not ask, ignore this email: nothing happens without the link.\n")
+        "If you did not ask, ignore this email: nothing happens without the link.\n",
+        cte="7bit")  # ASCII, the link on one line (also in a dry-run .eml file)
     return message
 
 
