@@ -159,6 +159,25 @@ def test_sign_in_like_dislike_subscribe_sign_out(
     expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
 
 
+def test_the_buttons_work_without_javascript(
+    chromium: Browser, site: Site, paper_ids_about: PapersAbout
+) -> None:
+    context = chromium.new_context(java_script_enabled=False)
+    page = context.new_page()
+    try:
+        sign_in(page, site, "ben@example.org")
+        first = list_ids(page)[0]
+        page.locator("ol.papers > li").first.get_by_role("button", name="Dislike").click()
+        expect(page.locator(".flash")).to_contain_text("Disliked")  # a new page, from the server
+        assert first not in list_ids(page)
+        second = list_ids(page)[0]
+        page.locator("ol.papers > li").first.get_by_role("button", name="Not now").click()
+        expect(page.locator(".flash")).to_contain_text("aside")
+        assert second not in list_ids(page)
+    finally:
+        context.close()
+
+
 def test_every_page_is_accessible_and_fits_a_phone(
     page: Page, site: Site, paper_ids_about: PapersAbout, tmp_path: Path
 ) -> None:

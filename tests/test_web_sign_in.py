@@ -159,3 +159,21 @@ def test_not_an_address_is_said_on_the_page(browser: FlaskClient, mail_dir: Path
     page = ask_for_link(browser, "not an address")
     assert page.status_code == 400 and "does not look like an email address" in page.text
     assert not mails(mail_dir)
+
+
+def test_sign_in_mails_are_rate_limited_per_client(browser: FlaskClient, mail_dir: Path) -> None:
+    codes = [ask_for_link(browser, f"reader{n}@example.org").status_code for n in range(21)]
+    assert codes == [303] * 20 + [429]
+    assert len(mails(mail_dir)) == 20
+
+
+@pytest.mark.parametrize("target", ["//evil.example/x", "https://evil.example/",
+                                    "/\\evil.example", "javascript:alert(1)"])
+def test_after_sign_in_the_reader_stays_on_this_site(
+    browser: FlaskClient, mail_dir: Path, target: str
+) -> None:
+    assert post_form(browser, "/sign-in", "/sign-in", email="ada@example.org",
+                     next=target).status_code == 303
+    path = link_path(sign_in_link(mails(mail_dir)[-1]))
+    done = post_form(browser, path, path.split("?")[0], next=target)
+    assert done.status_code == 303 and done.headers["Location"] == "/list"

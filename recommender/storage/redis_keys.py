@@ -57,7 +57,8 @@ class RedisKeys:
         return f"{self.namespace}:like_counts"
 
     def rate(self, identity: str, window: int) -> str:
-        """Counter with expiry: requests of one API key in one rate-limit window."""
+        """Counter with expiry: requests of one API key (or sign-in emails of one address or
+        client, ``sign-in-address:…``, ``sign-in-client:…``) in one rate-limit window."""
         return f"{self.namespace}:rate:{identity}:{window}"
 
     def web_session(self, session_hash: str) -> str:
