@@ -124,6 +124,19 @@ def test_download_everything_then_erase_the_account(
     assert not [s for s in sessions if s and "ada@example.org" in s]  # visitors' only
 
 
+def test_an_admin_erasing_a_user_through_the_api_signs_them_out(
+    make_app: Callable[[Settings], Flask], sample_settings: Settings, tmp_path: Path
+) -> None:
+    app = make_app(sample_settings.replace(api_keys=f"admin:{ADMIN_KEY}",
+                                           mail_dir=str(tmp_path / "mail")))
+    browser = app.test_client()
+    sign_in(browser, "ada@example.org", tmp_path / "mail")
+    erased = app.test_client().delete("/v1/users/ada@example.org",
+                                      headers={"Authorization": f"Bearer {ADMIN_KEY}"})
+    assert erased.status_code == 204
+    assert browser.get("/list").status_code == 302
+
+
 def test_search_finds_papers_and_rates_them_in_place(ada: FlaskClient) -> None:
     page = ada.get("/search?q=federated+learning")
     assert page.status_code == 200 and "Papers matching" in page.text

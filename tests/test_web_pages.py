@@ -78,6 +78,17 @@ def test_likes_make_the_list_personal_and_a_dislike_leaves_it(
     assert "Disliked (0)" in ada.get("/library").text
 
 
+def test_likes_on_the_pages_are_counted_with_the_apis(ada: FlaskClient) -> None:
+    def likes() -> float:
+        found = re.search(r'^paperrec_feedback_writes_total\{action="like"\} (\S+)$',
+                          ada.get("/metrics").text, re.M)
+        return float(found[1]) if found else 0.0
+
+    before = likes()
+    rate(ada, listed(ada)[0], "like")
+    assert likes() == before + 1
+
+
 def test_not_now_sets_a_paper_aside_without_rating_it(ada: FlaskClient) -> None:
     first = listed(ada)[0]
     rate(ada, first, "not-now")

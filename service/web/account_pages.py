@@ -24,7 +24,6 @@ from ..api_models import ExportOut
 from ..state import components
 from .blueprint import back, current_email, current_user, page, signed_in, web
 from .form_values import integer, optional_float
-from .parts import web_parts
 from .sessions import WebSession
 
 DEFAULT_MAX_ITEMS = 10
@@ -115,8 +114,7 @@ def erase() -> Response:
     if request.form.get("confirm", "").strip().lower() != current_email():
         raise InvalidInput("to erase your account, type your email address in the box; "
                            "nothing was erased")
-    web_parts().sessions.end_user_sessions(user)
-    components().user_data.erase(user)
+    components().user_data.erase(user)  # and every session of the reader's (the keys')
     assert isinstance(session, WebSession)
     session.end()
     return redirect(url_for("web.sign_in", erased=1), code=303)  # type: ignore[return-value]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import get_args
 
-from flask import Response, abort, flash, request, url_for
+from flask import Response, abort, flash, g, request, url_for
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from recommender.core.errors import InvalidInput, TooLarge
@@ -57,6 +57,8 @@ def import_file() -> Response:
                             feedback=parts.feedback, embedder=parts.embedder,
                             embedding_cache=parts.settings.embedding_cache_path,
                             now=time.time())
+    if report.matched or report.added:
+        g.feedback_written = "like"  # counted by service.metrics
     for message in summary(report):
         flash(message)
     return back("web.library")

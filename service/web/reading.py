@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import quote, urlsplit
 
-from flask import Response, flash, jsonify, request, url_for
+from flask import Response, flash, g, jsonify, request, url_for
 
 from recommender.core.errors import InvalidInput, PaperrecError
 from recommender.core.papers import Paper
@@ -172,6 +172,8 @@ def rate(paper_id: str) -> Response:
         message = f"Took your rating of \u201c{found.title}\u201d back."
     else:
         raise InvalidInput("the action must be like, dislike, not-now or undo")
+    if action != "not-now":
+        g.feedback_written = "remove" if action == "undo" else action  # service.metrics
     if request.accept_mimetypes.best == "application/json":
         return jsonify({"paper_id": found.id, "action": action, "message": message})
     flash(message)

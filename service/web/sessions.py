@@ -90,14 +90,6 @@ class RedisSessionInterface(SessionInterface):
         except redis.RedisError as exc:
             log.warning("session not saved, Redis unavailable: %s", exc)
 
-    def end_user_sessions(self, user_id: str) -> None:
-        """End every session of a user (the account is erased)."""
-        index = self._keys.web_sessions(user_id)
-        hashes = cast(set[str], self._redis.smembers(index))
-        if hashes:
-            self._redis.delete(*[self._keys.web_session(h) for h in hashes])
-        self._redis.delete(index)
-
     def _save(self, session: WebSession, response: Response) -> None:
         user = session.get("uid")
         if session.previous_id is not None:
