@@ -28,9 +28,8 @@ from . import (  # noqa: F401  (each declares its views on the blueprint)
     reading,
     sign_in,
 )
-from .accounts import SignInLinks
+from .accounts import EXTENSION, SIGN_IN_PER_ADDRESS, SIGN_IN_PER_CLIENT, SignInLinks, WebParts
 from .blueprint import web
-from .parts import EXTENSION, SIGN_IN_PER_ADDRESS, SIGN_IN_PER_CLIENT, WebParts
 from .sessions import COOKIE, RedisSessionInterface, WebSession
 
 

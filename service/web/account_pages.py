@@ -22,8 +22,16 @@ from recommender.digest.subscriptions import (
 
 from ..api_models import ExportOut
 from ..state import components
-from .blueprint import back, current_email, current_user, page, signed_in, web
-from .form_values import integer, optional_float
+from .blueprint import (
+    back,
+    current_email,
+    current_user,
+    integer,
+    optional_float,
+    page,
+    signed_in,
+    web,
+)
 from .sessions import WebSession
 
 DEFAULT_MAX_ITEMS = 10

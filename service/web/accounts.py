@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import redis
+from flask import current_app
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 
 from recommender.core.errors import ExpiredLink, InvalidInput, InvalidLink
@@ -27,6 +28,9 @@ from recommender.core.ids import USER_ID_PATTERN
 from recommender.digest.subscriptions import EMAIL_PATTERN
 from recommender.storage.redis_keys import RedisKeys
 from recommender.storage.redis_options import redis_errors
+
+from ..rate_limit import Limit, RateLimiter
+from .sessions import RedisSessionInterface
 
 LINK_SECONDS = 15 * 60
 SALT = "paperrec.sign-in"
@@ -102,3 +106,24 @@ class SignInLinks:
 
 def _digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
+
+
+# --- what the web pages need besides the engine's parts (``service.web.install``) -------
+
+EXTENSION = "paperrec.web"
+# Sign-in emails: a few per address (a typo, a slow mail server), more per client address
+# (several people behind one NAT), per hour; both counted in Redis like the API's limits.
+SIGN_IN_PER_ADDRESS = Limit(5, 3600)
+SIGN_IN_PER_CLIENT = Limit(20, 3600)
+
+
+@dataclass(frozen=True)
+class WebParts:
+    sign_in_links: SignInLinks
+    sessions: RedisSessionInterface
+    per_address: RateLimiter
+    per_client: RateLimiter
+
+
+def web_parts() -> WebParts:
+    return current_app.extensions[EXTENSION]

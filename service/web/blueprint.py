@@ -1,5 +1,7 @@
 """The web pages' blueprint, and what every web view shares: who is signed in, the answer
-headers, the page renderer, the redirect back after a form.
+headers, the page renderer, the redirect back after a form, and the values of a query string
+or form checked as the API checks them (a value out of range is an InvalidInput: a 400 page
+saying which field, never a crash).
 
 The pages are for people with a browser: a signed-in reader is known by the server-side
 session (service/web/sessions.py), never by an API key, so every endpoint of this blueprint
@@ -8,12 +10,15 @@ is open to the API-key check (``service.access``) and checks the session itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import datetime as dt
+from collections.abc import Callable, Mapping
 from functools import wraps
 from typing import Any, TypeVar, cast
 from urllib.parse import urlsplit
 
 from flask import Blueprint, Response, redirect, render_template, request, session, url_for
+
+from recommender.core.errors import InvalidInput
 
 web = Blueprint("web", __name__)
 View = TypeVar("View", bound=Callable[..., Any])
@@ -87,3 +92,47 @@ def back(default_endpoint: str = "web.reading_list") -> Response:
     """Redirect after a form to where it came from (its ``next`` field), 303 See Other."""
     target = local_path(request.form.get("next"), url_for(default_endpoint))
     return cast(Response, redirect(target, code=303))
+
+
+# --- values of a query string or a form -------------------------------------------------
+
+def optional_float(values: Mapping[str, str], name: str, low: float, high: float,
+                   label: str) -> float | None:
+    text = values.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        number = float(text)
+    except ValueError:
+        raise InvalidInput(f"{label} must be a number from {low:g} to {high:g}") from None
+    if not low <= number <= high:  # also NaN
+        raise InvalidInput(f"{label} must be a number from {low:g} to {high:g}")
+    return number
+
+
+def integer(values: Mapping[str, str], name: str, low: int, high: int, default: int,
+            label: str) -> int:
+    text = values.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        number = int(text)
+    except ValueError:
+        raise InvalidInput(f"{label} must be a whole number from {low} to {high}") from None
+    if not low <= number <= high:
+        raise InvalidInput(f"{label} must be a whole number from {low} to {high}")
+    return number
+
+
+def optional_date(values: Mapping[str, str], name: str, label: str) -> dt.date | None:
+    text = values.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise InvalidInput(f"{label} must be a date like 2026-11-01") from None
+
+
+def flag(values: Mapping[str, str], name: str) -> bool:
+    return values.get(name, "") in ("1", "on", "true", "yes")

@@ -20,8 +20,17 @@ from recommender.core.errors import InvalidInput, PaperrecError
 from recommender.core.papers import Paper
 
 from ..state import components
-from .blueprint import back, current_user, page, signed_in, web
-from .form_values import flag, integer, optional_date, optional_float
+from .blueprint import (
+    back,
+    current_user,
+    flag,
+    integer,
+    optional_date,
+    optional_float,
+    page,
+    signed_in,
+    web,
+)
 
 PAGE_SIZE = 10
 MAX_PAGE = 50
