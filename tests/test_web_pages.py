@@ -162,3 +162,17 @@ def test_a_page_while_redis_is_down_is_a_503_page(
     page = down.get("/list")
     assert page.status_code == 503 and "Not available right now" in page.text
     assert page.headers["Retry-After"] == "5"
+
+
+def test_an_unexpected_failure_is_a_page_without_a_traceback(
+    ada: FlaskClient, web_app: Flask, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("secret detail of the failure")
+
+    monkeypatch.setattr(web_app.extensions["paperrec"].recommender, "recommend", broken)
+    page = ada.get("/list")
+    assert page.status_code == 500 and "<h1>Something went wrong</h1>" in page.text
+    assert "secret detail" not in page.text and "Traceback" not in page.text
+    wrong_method = ada.get("/sign-out", headers={"Accept": "text/html"})
+    assert wrong_method.status_code == 405 and "<h1>Not found</h1>" in wrong_method.text
