@@ -9,12 +9,14 @@ from pathlib import Path
 
 import pytest
 import redis
+from aiosmtpd.controller import Controller
 from flask import Flask
 from flask.testing import FlaskClient
 
 from recommender.core.config import Settings
 from service.web.accounts import SignInLinks, user_id_for
 from service.web.sessions import COOKIE, session_hash
+from tests.servers import Inbox, free_port
 from tests.web_steps import ask_for_link, csrf_token, mails, post_form, sign_in, sign_in_link
 
 
@@ -177,3 +179,21 @@ def test_after_sign_in_the_reader_stays_on_this_site(
     path = link_path(sign_in_link(mails(mail_dir)[-1]))
     done = post_form(browser, path, path.split("?")[0], next=target)
     assert done.status_code == 303 and done.headers["Location"] == "/list"
+
+
+def test_through_smtp_a_refused_mailbox_gets_the_same_answer(
+    make_app: Callable[[Settings], Flask], sample_settings: Settings
+) -> None:
+    inbox = Inbox()
+    smtp = Controller(inbox, hostname="127.0.0.1", port=free_port())
+    smtp.start()
+    try:
+        app = make_app(sample_settings.replace(smtp_url=f"smtp://127.0.0.1:{smtp.port}"))
+        answers = [ask_for_link(app.test_client(), address)
+                   for address in ("ada@example.org", "refuse-me@example.org")]
+    finally:
+        smtp.stop()
+    assert [(a.status_code, a.headers["Location"]) for a in answers] == [
+        (303, "/sign-in/sent")] * 2
+    assert [m["To"] for m in inbox.messages] == ["ada@example.org"]
+    assert "/sign-in/link/" in sign_in_link(inbox.messages[0])

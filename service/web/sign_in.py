@@ -144,6 +144,10 @@ def send_sign_in(settings: Settings, email: str, link: str) -> None:
             f"{secrets.token_hex(3)}")
     try:
         mailer.send(sign_in_message(settings, email, link), name)
+    except smtplib.SMTPRecipientsRefused:
+        # The answer stays the same as for any address: whether a mailbox exists is the mail
+        # server's to know, not something this page tells.
+        log.info("sign-in email refused by the mail server for its recipient")
     except (OSError, smtplib.SMTPException) as exc:
         log.warning("sign-in email not sent: %s", exc)
         raise Unavailable("the sign-in email could not be sent just now; try again in a "
