@@ -17,6 +17,7 @@ from . import (
     feed_api,  # noqa: F401  (declares its views on the API blueprint)
     library_api,  # noqa: F401  (declares its views on the API blueprint)
     metrics,
+    web,
 )
 from .auth import ApiKeys, require_keys
 from .errors import register_error_handlers
@@ -41,6 +42,7 @@ def create_app(settings: Settings | None = None, parts: Components | None = None
     metrics.instrument(app)  # counted too, before the API keys are checked
     app.register_blueprint(api)  # with library_api's and feed_api's views (declared on it)
     app.register_blueprint(docs)
+    web.install(app, parts, exempt=[api, docs])  # the pages, with their session and CSRF
     keys = ApiKeys.parse(settings.api_keys, settings.api_keys_file)
     limit = Limit.parse(settings.rate_limit)
     limiter = RateLimiter(parts.redis, parts.keys, limit) if limit else None

@@ -85,8 +85,8 @@ def _metrics() -> _Metrics:
                 Histogram("paperrec_http_request_duration_seconds", "Time to answer an HTTP "
                           "request, by route template and method", ["route", "method"],
                           buckets=BUCKETS),
-                Counter("paperrec_feedback_writes", "Feedback written (API or email link), by "
-                        "action: like, dislike, remove", ["action"]),
+                Counter("paperrec_feedback_writes", "Feedback written (API, web page or email "
+                        "link), by action: like, dislike, remove", ["action"]),
                 Counter("paperrec_redis_errors", "Requests that failed because the feedback "
                         "store (Redis) could not be used"),
                 Gauge("paperrec_index_version", "Index version served (the number of its "
@@ -121,7 +121,8 @@ def instrument(app: Flask) -> None:
         started = g.get("metrics_started")
         if started is not None:
             metrics.duration.labels(route, method).observe(time.perf_counter() - started)
-        if 200 <= status < 300 and "feedback_written" in g:  # set by the views that write
+        # Set by the views that write; a web page's form answers with a redirect (303).
+        if 200 <= status < 400 and "feedback_written" in g:
             metrics.feedback_writes.labels(g.feedback_written).inc()
         elif status == StoreUnavailable.status and _error_code(response) == StoreUnavailable.code:
             metrics.redis_errors.inc()

@@ -9,6 +9,8 @@ test files that need them; ``tests/test_e2e_http.py`` shows the pattern.
 
 from __future__ import annotations
 
+import email
+import email.policy
 import json
 import signal
 import socket
@@ -17,12 +19,39 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from email.message import EmailMessage
 from typing import Any
 
 import psutil
+from aiosmtpd.smtp import SMTP, Envelope, Session
 
 # `paperrec` as the console script runs it, with this interpreter (so the venv's packages).
 PAPERREC = [sys.executable, "-m", "service.cli"]
+
+
+class Inbox:
+    """An aiosmtpd handler that keeps every message it is sent (addresses starting with
+    "refuse" are refused); started by the ``inbox`` fixtures of the tests that mail."""
+
+    def __init__(self) -> None:
+        self.messages: list[EmailMessage] = []
+
+    async def handle_RCPT(self, server: SMTP, session: Session, envelope: Envelope,  # noqa: N802
+                          address: str, options: list[str]) -> str:
+        if address.startswith("refuse"):
+            return "550 5.1.1 no such mailbox"
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
+    async def handle_DATA(self, server: SMTP, session: Session,  # noqa: N802
+                          envelope: Envelope) -> str:
+        raw = envelope.content if isinstance(envelope.content, bytes) else b""
+        self.messages.append(email.message_from_bytes(
+            raw, policy=email.policy.default))  # type: ignore[arg-type]
+        return "250 Message accepted"
+
+    def to(self, address: str) -> list[EmailMessage]:
+        return [m for m in self.messages if m["To"] == address]
 
 
 def free_port() -> int:

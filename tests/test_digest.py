@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import email
-import email.policy
 import json
 import re
 from collections.abc import Iterator
@@ -13,7 +11,6 @@ from typing import Any
 
 import pytest
 from aiosmtpd.controller import Controller
-from aiosmtpd.smtp import SMTP, Envelope, Session
 
 from recommender import wiring
 from recommender.core.config import Settings
@@ -22,32 +19,10 @@ from recommender.digest import job as digest
 from recommender.digest.job import DigestSummary
 from recommender.digest.mailer import Mailer
 from service import create_app
-from tests.servers import free_port
+from tests.servers import Inbox, free_port
 
 NOW = 1_796_000_000.0  # 2026-11-29, a Sunday
 DAY = 86_400.0
-
-
-class Inbox:
-    def __init__(self) -> None:
-        self.messages: list[EmailMessage] = []
-
-    async def handle_RCPT(self, server: SMTP, session: Session, envelope: Envelope,  # noqa: N802
-                          address: str, options: list[str]) -> str:
-        if address.startswith("refuse"):
-            return "550 5.1.1 no such mailbox"
-        envelope.rcpt_tos.append(address)
-        return "250 OK"
-
-    async def handle_DATA(self, server: SMTP, session: Session,  # noqa: N802
-                          envelope: Envelope) -> str:
-        raw = envelope.content if isinstance(envelope.content, bytes) else b""
-        self.messages.append(email.message_from_bytes(
-            raw, policy=email.policy.default))  # type: ignore[arg-type]
-        return "250 Message accepted"
-
-    def to(self, address: str) -> list[EmailMessage]:
-        return [m for m in self.messages if m["To"] == address]
 
 
 @pytest.fixture

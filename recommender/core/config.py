@@ -172,6 +172,10 @@ class Settings(BaseSettings):
         "", validation_alias="SMTP_URL",
         description="mail server for digests: smtp://user:pass@host:587 (STARTTLS) or "
                     "smtps://user:pass@host:465")
+    mail_dir: str = Field(
+        "", validation_alias="PAPERREC_MAIL_DIR",
+        description="where the service writes its sign-in emails as .eml files when SMTP_URL "
+                    "is empty (development); empty: <data dir>/mail")
     mail_from: str = Field(
         "paperrec <paperrec@localhost>", validation_alias="PAPERREC_MAIL_FROM",
         description="sender of the digests")
@@ -267,6 +271,13 @@ class Settings(BaseSettings):
     @property
     def collaborative_dir(self) -> Path:
         return self.data_dir / "models" / "collaborative"
+
+    @property
+    def mail_dry_run_dir(self) -> Path | None:
+        """Where the service's emails are written as files; None when SMTP_URL sends them."""
+        if self.smtp_url:
+            return None
+        return Path(self.mail_dir) if self.mail_dir else self.data_dir / "mail"
 
     @property
     def redis_dir(self) -> Path:

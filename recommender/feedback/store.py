@@ -134,10 +134,14 @@ class FeedbackStore:
                         self._redis.zrange(self._keys.served(user_id), 0, -1, withscores=True))
 
     def erase_user(self, user_id: str) -> None:
-        """Every key about the user, and their share of the like counts, in one transaction."""
+        """Every key about the user, their share of the like counts and their browser
+        sessions (signed out everywhere), in one transaction."""
         liked = [f.paper_id for f in self.get(user_id) if f.signal == "like"]
         with redis_errors():
+            sessions = cast(set[str], self._redis.smembers(self._keys.web_sessions(user_id)))
             pipe = self._redis.pipeline(transaction=True)
+            if sessions:
+                pipe.delete(*[self._keys.web_session(h) for h in sorted(sessions)])
             for paper_id in liked:
                 pipe.zincrby(self._keys.like_counts, -1, paper_id)
             pipe.zremrangebyscore(self._keys.like_counts, "-inf", 0)

@@ -49,6 +49,6 @@ class UserData:
         return UserExport(user_id, self._feedback.get(user_id), served, sections)
 
     def erase(self, user_id: str) -> None:
-        """Forget the user: feedback, served history, subscription, digest records, rules and
-        feed URL (which then stops working)."""
+        """Forget the user: feedback, served history, subscription, digest records, rules,
+        feed URL (which then stops working) and browser sessions."""
         self._feedback.erase_user(user_id)

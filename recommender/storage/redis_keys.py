@@ -62,13 +62,28 @@ class RedisKeys:
         return f"{self.namespace}:like_counts"
 
     def rate(self, identity: str, window: int) -> str:
-        """Counter with expiry: requests of one API key in one rate-limit window."""
+        """Counter with expiry: requests of one API key (or sign-in emails of one address or
+        client, ``sign-in-address:…``, ``sign-in-client:…``) in one rate-limit window."""
         return f"{self.namespace}:rate:{identity}:{window}"
+
+    def web_session(self, session_hash: str) -> str:
+        """String with expiry: JSON of one browser session (service/web/sessions.py), keyed by
+        the SHA-256 of the session id in the cookie, never by the id itself."""
+        return f"{self.namespace}:web-session:{session_hash}"
+
+    def web_sessions(self, user_id: str) -> str:
+        """Set: the session hashes of one signed-in user (ended when the account is erased)."""
+        return f"{self.namespace}:user:{validate_user_id(user_id)}:web-sessions"
+
+    def sign_in_used(self, token_hash: str) -> str:
+        """String with expiry: a sign-in link that was used (single use), by its SHA-256."""
+        return f"{self.namespace}:sign-in-used:{token_hash}"
 
     def user_keys(self, user_id: str) -> list[str]:
         """Every key that holds data about one user (for export and erasure)."""
         return [self.feedback(user_id), self.served(user_id), self.subscription(user_id),
-                self.digests(user_id), self.rules(user_id), self.feed(user_id)]
+                self.digests(user_id), self.rules(user_id), self.feed(user_id),
+                self.web_sessions(user_id)]
 
     def pattern(self) -> str:
         """Glob matching every key of this namespace (for erasing a test namespace)."""

@@ -1,0 +1,117 @@
+"""Your library: the papers you liked and disliked (each with undo), a reference manager's
+export imported as likes, and your likes exported as BibTeX, RIS or CSL-JSON.
+
+Import and export are the API's (``recommender.feedback.library``, the files of
+``recommender.corpus.library``): the same file gives the same likes either way.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import get_args
+
+from flask import Response, abort, flash, g, request, url_for
+from werkzeug.exceptions import RequestEntityTooLarge
+
+from recommender.core.errors import InvalidInput, TooLarge
+from recommender.corpus.library import LibraryFormat, format_for, parse_library
+from recommender.corpus.library_writers import FILE_EXTENSIONS, content_type, write_library
+from recommender.feedback.library import ImportReport, import_library, liked_papers
+
+from ..library_api import MAX_LIBRARY_BYTES
+from ..state import components
+from .blueprint import back, current_user, page, signed_in, web
+from .reading import views
+
+SHOWN_REJECTIONS = 10
+FORMATS: tuple[LibraryFormat, ...] = tuple(
+    fmt for fmt in get_args(LibraryFormat) if fmt in FILE_EXTENSIONS)
+
+
+@web.get("/library")
+@signed_in
+def library() -> Response:
+    user = current_user()
+    assert user is not None
+    rated = list(reversed(components().feedback.get(user)))  # newest first
+    papers = components().corpus.get_many([f.paper_id for f in rated])
+    items = views([(f.paper_id, papers[f.paper_id].title if f.paper_id in papers
+                    else f.paper_id, "", None) for f in rated], user)
+    exports = [(fmt, url_for("web.export_library", fmt=FILE_EXTENSIONS[fmt]))
+               for fmt in FORMATS]
+    return page("library.html", active="library",
+                likes=[i for i in items if i.state == "like"],
+                dislikes=[i for i in items if i.state == "dislike"],
+                exports=exports, here=url_for("web.library"),
+                limit_mb=MAX_LIBRARY_BYTES // 2**20)
+
+
+@web.post("/library/import")
+@signed_in
+def import_file() -> Response:
+    user = current_user()
+    assert user is not None
+    text, fmt = _uploaded()
+    parts = components()
+    report = import_library(parse_library(text, fmt), user, corpus=parts.corpus,
+                            feedback=parts.feedback, embedder=parts.embedder,
+                            embedding_cache=parts.settings.embedding_cache_path,
+                            now=time.time())
+    if report.matched or report.added:
+        g.feedback_written = "like"  # counted by service.metrics
+    for message in summary(report):
+        flash(message)
+    return back("web.library")
+
+
+@web.get("/library/export.<fmt>")
+@signed_in
+def export_library(fmt: str) -> Response:
+    user = current_user()
+    assert user is not None
+    by_extension = {FILE_EXTENSIONS[f]: f for f in FORMATS}
+    if fmt not in by_extension:
+        abort(404)
+    chosen = by_extension[fmt]
+    papers = liked_papers(user, corpus=components().corpus, feedback=components().feedback)
+    response = Response(write_library(papers, chosen), content_type=content_type(chosen))
+    response.headers["Content-Disposition"] = f'attachment; filename="paperrec-likes.{fmt}"'
+    return response
+
+
+def summary(report: ImportReport) -> list[str]:
+    """What an import did, in sentences (the first few rejections with their reasons)."""
+    liked = len(report.matched) + len(report.added)
+    lines = [f"Imported: {liked} paper{'s' if liked != 1 else ''} liked "
+             f"({len(report.matched)} found in the collection, {len(report.added)} added to "
+             f"it), {len(report.already_liked)} already liked, {len(report.rejected)} not "
+             f"imported. You like {report.liked} papers now."]
+    for entry in report.rejected[:SHOWN_REJECTIONS]:
+        where = f" (line {entry.line})" if entry.line else ""
+        lines.append(f"Not imported: {entry.entry}{where}: {entry.reason}")
+    if len(report.rejected) > SHOWN_REJECTIONS:
+        lines.append(f"… and {len(report.rejected) - SHOWN_REJECTIONS} more not imported.")
+    return lines
+
+
+def _uploaded() -> tuple[str, LibraryFormat]:
+    """The file of the form's ``file`` field, and its format (by type or extension)."""
+    too_large = TooLarge(f"the file is larger than {MAX_LIBRARY_BYTES // 2**20} MB; split it "
+                         "and import the parts")
+    if (request.content_length or 0) > MAX_LIBRARY_BYTES + 64 * 1024:
+        raise too_large
+    request.max_content_length = MAX_LIBRARY_BYTES + 64 * 1024
+    try:
+        upload = request.files.get("file")
+    except RequestEntityTooLarge:
+        raise too_large from None
+    if upload is None or not upload.filename:
+        raise InvalidInput("choose a file to import (.bib, .ris, .json or .txt)")
+    fmt = format_for(upload.mimetype, upload.filename)
+    data = upload.stream.read(MAX_LIBRARY_BYTES + 1)
+    if len(data) > MAX_LIBRARY_BYTES:
+        raise too_large
+    try:
+        return data.decode("utf-8-sig"), fmt
+    except UnicodeDecodeError:
+        return data.decode("latin-1"), fmt

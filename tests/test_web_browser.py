@@ -1,0 +1,207 @@
+"""The web pages in a real browser: Playwright driving Debian's chromium, against the app
+served over HTTP on a free port, a real Redis, and a real SMTP server (aiosmtpd) that
+receives the sign-in emails.
+
+A reader signs in with the mailed link, likes two papers and sees a personal list, dislikes a
+paper and sees it go, subscribes to a weekly digest and signs out (the session gone from
+Redis). Every page passes axe-core with no serious or critical violation, and fits a 375 px
+phone and a desktop without sideways scrolling.
+
+Skipped, saying so, only where /usr/bin/chromium is missing outside CI; `.ci/run` installs it
+(``apt-get install chromium``), and under CI a missing browser fails. No browser is
+downloaded (no ``playwright install``). ``PAPERREC_SCREENSHOTS=docs`` writes the README's
+screenshots (docs/web-list.png, docs/web-paper.png); otherwise they go to a temporary
+directory.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from aiosmtpd.controller import Controller
+from axe_playwright_python.sync_playwright import Axe
+from flask import Flask
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+from werkzeug.serving import make_server
+
+from recommender.core.config import Settings
+from service.web.sessions import COOKIE, session_hash
+from tests.servers import Inbox, free_port
+
+CHROMIUM = Path("/usr/bin/chromium")
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists() and not os.environ.get("CI"),
+    reason="Debian's chromium is not installed here (apt-get install chromium; .ci/run "
+           "installs it)")
+LINK = re.compile(r"https?://\S+/sign-in/link/\S+")
+PAGES = ["/list", "/papers/{paper}", "/search?q=federated+learning", "/library", "/digest",
+         "/data"]
+WIDTHS = (375, 1280)
+REPO = Path(__file__).resolve().parent.parent
+PapersAbout = Callable[[Settings, str], list[str]]
+
+
+class Site:
+    """The app over HTTP, and where its sign-in emails arrive."""
+
+    def __init__(self, base: str, inbox: Inbox, settings: Settings) -> None:
+        self.base, self.inbox, self.settings = base, inbox, settings
+
+    def sign_in_link(self, address: str) -> str:
+        for message in reversed(self.inbox.to(address)):
+            body = message.get_body(("plain",))
+            found = LINK.search(body.get_content() if body else "")
+            if found:
+                return found[0]
+        raise AssertionError(f"no sign-in email to {address}")
+
+
+@pytest.fixture
+def site(make_app: Callable[[Settings], Flask], sample_settings: Settings) -> Iterator[Site]:
+    inbox = Inbox()
+    smtp = Controller(inbox, hostname="127.0.0.1", port=free_port())
+    smtp.start()
+    port = free_port()
+    settings = sample_settings.replace(public_url=f"http://127.0.0.1:{port}",
+                                       smtp_url=f"smtp://127.0.0.1:{smtp.port}")
+    server = make_server("127.0.0.1", port, make_app(settings), threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield Site(f"http://127.0.0.1:{port}", inbox, settings)
+    server.shutdown()
+    thread.join(10)
+    smtp.stop()
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM))
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(chromium: Browser) -> Iterator[Page]:
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    tab = context.new_page()
+    tab.set_default_timeout(15_000)
+    yield tab
+    context.close()
+
+
+def sign_in(page: Page, site: Site, address: str) -> None:
+    """As a reader does it: the form, the email, the link, the button."""
+    page.goto(site.base + "/")
+    page.get_by_label("Email address").fill(address)
+    page.get_by_role("button", name="Email me a sign-in link").click()
+    expect(page.get_by_role("heading", name="Check your email")).to_be_visible()
+    page.goto(site.sign_in_link(address))
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", name="Your list")).to_be_visible()
+
+
+def list_ids(page: Page) -> list[str]:
+    """The paper ids of the list on the page, in order."""
+    links = page.locator("ol.papers > li h2 a")
+    hrefs = links.evaluate_all("found => found.map(a => a.getAttribute('href'))")
+    return [href.removeprefix("/papers/") for href in hrefs]
+
+
+def like_on_paper_page(page: Page, site: Site, paper_id: str) -> None:
+    page.goto(f"{site.base}/papers/{paper_id}")
+    page.locator("article").get_by_role("button", name="Like").first.click()
+    expect(page.locator("article")).to_contain_text("You liked this.")
+
+
+def test_sign_in_like_dislike_subscribe_sign_out(
+    page: Page, site: Site, paper_ids_about: PapersAbout
+) -> None:
+    sign_in(page, site, "ada@example.org")
+    expect(page.locator("main")).to_contain_text("not personal yet")
+    federated = paper_ids_about(site.settings, "federated")
+    for paper_id in federated[:2]:
+        like_on_paper_page(page, site, paper_id)
+
+    page.get_by_role("link", name="Your list").click()
+    expect(page.locator("main")).not_to_contain_text("not personal yet")
+    expect(page.locator("ol.papers > li").first).to_contain_text("that you liked")
+    first = list_ids(page)[0]
+    assert first in federated[2:]
+
+    page.locator("ol.papers > li").first.get_by_role("button", name="Dislike").click()
+    expect(page.locator(f'ol.papers a[href="/papers/{first}"]')).to_have_count(0)
+    page.reload()
+    assert first not in list_ids(page)
+
+    page.get_by_role("link", name="Digest").click()
+    page.get_by_label("Weekly").check()
+    page.get_by_role("button", name="Subscribe").click()
+    expect(page.locator(".flash")).to_contain_text("Subscribed: a weekly digest")
+    client = redis.Redis.from_url(site.settings.redis_url, decode_responses=True)
+    ns = site.settings.redis_namespace
+    assert client.hget(f"{ns}:user:ada@example.org:subscription", "frequency") == "weekly"
+
+    cookie = next(c for c in page.context.cookies() if c["name"] == COOKIE)
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Lax"
+    key = f"{ns}:web-session:{session_hash(cookie['value'])}"
+    assert client.exists(key)
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.get_by_text("You are signed out.")).to_be_visible()
+    assert not client.exists(key)
+    page.goto(site.base + "/list")
+    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+
+
+def test_the_buttons_work_without_javascript(
+    chromium: Browser, site: Site, paper_ids_about: PapersAbout
+) -> None:
+    context = chromium.new_context(java_script_enabled=False)
+    page = context.new_page()
+    try:
+        sign_in(page, site, "ben@example.org")
+        first = list_ids(page)[0]
+        page.locator("ol.papers > li").first.get_by_role("button", name="Dislike").click()
+        expect(page.locator(".flash")).to_contain_text("Disliked")  # a new page, from the server
+        assert first not in list_ids(page)
+        second = list_ids(page)[0]
+        page.locator("ol.papers > li").first.get_by_role("button", name="Not now").click()
+        expect(page.locator(".flash")).to_contain_text("aside")
+        assert second not in list_ids(page)
+    finally:
+        context.close()
+
+
+def test_every_page_is_accessible_and_fits_a_phone(
+    page: Page, site: Site, paper_ids_about: PapersAbout, tmp_path: Path
+) -> None:
+    sign_in(page, site, "ada@example.org")
+    federated = paper_ids_about(site.settings, "federated")
+    for paper_id in federated[:2]:
+        like_on_paper_page(page, site, paper_id)
+    axe = Axe()
+    paths = ["/sign-in/sent", *[p.format(paper=federated[2]) for p in PAGES]]
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 900})
+        for path in paths:
+            page.goto(site.base + path)
+            overflow = page.evaluate(
+                "document.documentElement.scrollWidth - document.documentElement.clientWidth")
+            assert overflow <= 0, f"{path} scrolls sideways by {overflow} px at {width} px"
+            if width == WIDTHS[-1]:
+                results = axe.run(page)
+                serious = [v for v in results.response["violations"]
+                           if v["impact"] in ("serious", "critical")]
+                assert not serious, f"{path}:\n{results.generate_report()}"
+    shots = REPO / "docs" if os.environ.get("PAPERREC_SCREENSHOTS") == "docs" else tmp_path
+    page.set_viewport_size({"width": 1100, "height": 900})
+    page.goto(site.base + "/list")
+    page.screenshot(path=str(shots / "web-list.png"))
+    page.goto(f"{site.base}/papers/{federated[2]}")
+    page.screenshot(path=str(shots / "web-paper.png"))

@@ -1,0 +1,178 @@
+"""The web pages through the Flask test client: the list is the API's list, the buttons
+like, dislike and set aside, what comes from outside is escaped, errors are pages."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from recommender.core.config import Settings
+from recommender.core.papers import Paper
+from recommender.corpus.store import CorpusStore
+from tests.web_steps import post_form, sign_in
+
+RATE = re.compile(r'action="/papers/([^"]+)/rate"')
+PapersAbout = Callable[[Settings, str], list[str]]
+
+
+@pytest.fixture
+def web_app(make_app: Callable[[Settings], Flask], sample_settings: Settings,
+            tmp_path: Path) -> Flask:
+    return make_app(sample_settings.replace(mail_dir=str(tmp_path / "mail")))
+
+
+@pytest.fixture
+def ada(web_app: Flask, tmp_path: Path) -> FlaskClient:
+    """A browser signed in as ada@example.org."""
+    browser = web_app.test_client()
+    sign_in(browser, "ada@example.org", tmp_path / "mail")
+    return browser
+
+
+def listed(browser: FlaskClient, path: str = "/list") -> list[str]:
+    """The paper ids of the list page, in order (each has one rate form per button)."""
+    page = browser.get(path)
+    assert page.status_code == 200, page.text
+    return list(dict.fromkeys(RATE.findall(page.text)))
+
+
+def rate(browser: FlaskClient, paper_id: str, action: str) -> None:
+    response = post_form(browser, "/list", f"/papers/{paper_id}/rate", action=action,
+                         next="/list")
+    assert response.status_code == 303 and response.headers["Location"] == "/list"
+
+
+def test_the_list_page_is_the_apis_list(ada: FlaskClient) -> None:
+    page_one, page_two = listed(ada), listed(ada, "/list?page=2")
+    # The API records what it answers as served: a fresh user (the same list) for each page.
+    api = "/v1/users/{}/recommendations?k=10&exclude_served=true"
+    assert page_one == [i["paper_id"] for i in ada.get(api.format("ben")).json["items"]]
+    assert page_two == [i["paper_id"]
+                        for i in ada.get(api.format("cy") + "&offset=10").json["items"]]
+
+
+def test_likes_make_the_list_personal_and_a_dislike_leaves_it(
+    ada: FlaskClient, sample_settings: Settings, paper_ids_about: PapersAbout
+) -> None:
+    assert "not personal yet" in ada.get("/list").text
+    federated = paper_ids_about(sample_settings, "federated")
+    for paper_id in federated[:2]:
+        rate(ada, paper_id, "like")
+    page = ada.get("/list")
+    assert "not personal yet" not in page.text and "that you liked" in page.text
+    first = listed(ada)[0]
+    assert first in federated[2:]
+    rate(ada, first, "dislike")
+    assert first not in listed(ada)
+    stored = {i["paper_id"]: i["signal"]
+              for i in ada.get("/v1/users/ada@example.org/feedback").json["items"]}
+    assert stored == {federated[0]: "like", federated[1]: "like", first: "dislike"}
+    library = ada.get("/library").text
+    assert "Liked (2)" in library and "Disliked (1)" in library
+    rate(ada, first, "undo")
+    assert "Disliked (0)" in ada.get("/library").text
+
+
+def test_likes_on_the_pages_are_counted_with_the_apis(ada: FlaskClient) -> None:
+    def likes() -> float:
+        found = re.search(r'^paperrec_feedback_writes_total\{action="like"\} (\S+)$',
+                          ada.get("/metrics").text, re.M)
+        return float(found[1]) if found else 0.0
+
+    before = likes()
+    rate(ada, listed(ada)[0], "like")
+    assert likes() == before + 1
+
+
+def test_not_now_sets_a_paper_aside_without_rating_it(ada: FlaskClient) -> None:
+    first = listed(ada)[0]
+    rate(ada, first, "not-now")
+    assert first not in listed(ada)
+    shown = [pid for n in range(1, 5) for pid in listed(ada, f"/list?set_aside=1&page={n}")]
+    assert first in shown  # pushed down, as the API pushes served papers down
+    assert ada.get("/v1/users/ada@example.org/feedback").json["items"] == []
+    assert ada.get("/list").status_code == 200
+    served = ada.get("/data").text
+    assert re.search(r"Papers shown or set aside</th><td>1<", served)
+
+
+def test_looking_at_the_list_records_nothing(ada: FlaskClient) -> None:
+    listed(ada)
+    assert listed(ada) == listed(ada)
+    assert re.search(r"Papers shown or set aside</th><td>0<", ada.get("/data").text)
+
+
+def test_the_controls_reach_the_ranking(ada: FlaskClient) -> None:
+    assert listed(ada, "/list?since=2100-01-01") == []
+    assert "Nothing to show since 2100-01-01" in ada.get("/list?since=2100-01-01").text
+    assert len(listed(ada, "/list?diversity=1")) == 10
+    for bad in ("diversity=2", "since=yesterday", "page=0", "diversity=nan"):
+        page = ada.get(f"/list?{bad}")
+        assert page.status_code == 400 and "<h1>That did not work</h1>" in page.text, bad
+
+
+def test_a_title_from_outside_is_escaped(ada: FlaskClient, sample_settings: Settings) -> None:
+    CorpusStore(sample_settings.corpus_path).upsert([Paper(
+        "evil-1", "<script>alert('x')</script> Attention", abstract="<b>bold</b> & more",
+        authors=["<img src=x onerror=alert(1)>"], url="javascript:alert(1)")])
+    ada.put("/v1/users/ada@example.org/feedback/evil-1", json={"signal": "like"})
+    for path in ("/papers/evil-1", "/library"):
+        page = ada.get(path).text
+        assert "<script>alert" not in page and "<img src=x" not in page
+        assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; Attention" in page
+    assert "javascript:" not in ada.get("/papers/evil-1").text
+
+
+def test_pages_carry_a_content_security_policy_without_inline_script(
+    ada: FlaskClient, web_app: Flask
+) -> None:
+    visitor = web_app.test_client()
+    for path in ("/list", "/search?q=learning", "/library", "/digest", "/data", "/sign-in"):
+        page = (visitor if path == "/sign-in" else ada).get(path)
+        policy = page.headers["Content-Security-Policy"]
+        assert "script-src 'self'" in policy and "unsafe-inline" not in policy
+        assert "<script>" not in page.text and " style=" not in page.text
+        assert re.findall(r"<script[^>]*>", page.text) == [
+            '<script src="/static/web.js" defer>']
+    assert web_app.test_client().get("/static/web.css").status_code == 200
+
+
+def test_errors_are_pages_and_the_api_keeps_json(ada: FlaskClient) -> None:
+    missing = ada.get("/papers/no-such-paper")
+    assert missing.status_code == 404 and "<h1>Not found</h1>" in missing.text
+    assert "Traceback" not in missing.text
+    nowhere = ada.get("/no-such-page", headers={"Accept": "text/html"})
+    assert nowhere.status_code == 404 and "<h1>Not found</h1>" in nowhere.text
+    api = ada.get("/v1/papers/no-such-paper", headers={"Accept": "text/html"})
+    assert api.status_code == 404 and api.json["error"]["code"] == "not_found"
+    wrong = post_form(ada, "/list", "/papers/no-such-paper/rate", action="like")
+    assert wrong.status_code == 404
+
+
+def test_a_page_while_redis_is_down_is_a_503_page(
+    make_app: Callable[[Settings], Flask], sample_settings: Settings, unreachable_redis_url: str
+) -> None:
+    down = make_app(sample_settings.replace(redis_url=unreachable_redis_url)).test_client()
+    down.set_cookie("paperrec_session", "x" * 43)
+    page = down.get("/list")
+    assert page.status_code == 503 and "Not available right now" in page.text
+    assert page.headers["Retry-After"] == "5"
+
+
+def test_an_unexpected_failure_is_a_page_without_a_traceback(
+    ada: FlaskClient, web_app: Flask, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("secret detail of the failure")
+
+    monkeypatch.setattr(web_app.extensions["paperrec"].recommender, "recommend", broken)
+    page = ada.get("/list")
+    assert page.status_code == 500 and "<h1>Something went wrong</h1>" in page.text
+    assert "secret detail" not in page.text and "Traceback" not in page.text
+    wrong_method = ada.get("/sign-out", headers={"Accept": "text/html"})
+    assert wrong_method.status_code == 405 and "<h1>Not found</h1>" in wrong_method.text
