@@ -4,9 +4,12 @@ account; and the pages with API keys configured (they need a session, not a key)
 
 from __future__ import annotations
 
+import html
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 import redis
@@ -94,7 +97,28 @@ def test_subscribe_weekly_change_and_unsubscribe(ada: FlaskClient) -> None:
     assert post_form(ada, "/digest", "/digest/unsubscribe").status_code == 303
     assert "Unsubscribed" in ada.get("/digest").text
     assert ada.get("/v1/users/ada@example.org/subscription").status_code == 404
-    assert 'id="feed"' in ada.get("/digest").text  # where the feed's address will be shown
+
+
+FEED_URL = re.compile(r'id="feed-atom" type="url" readonly value="([^"]+)"')
+
+
+def test_the_digest_page_gives_a_feed_address_and_a_new_one_ends_the_old(
+    ada: FlaskClient
+) -> None:
+    assert "Get a feed address" in ada.get("/digest").text
+    assert FEED_URL.search(ada.get("/digest").text) is None
+    assert post_form(ada, "/digest", "/digest/feed").status_code == 303
+    page = ada.get("/digest").text
+    first = html.unescape(FEED_URL.search(page)[1])  # type: ignore[index]
+    assert "add it to your feed reader" in page
+    feed = ada.get(urlsplit(first).path)  # a feed reader: no session, no key needed
+    assert feed.status_code == 200 and feed.content_type.startswith("application/atom+xml")
+    assert ada.get("/v1/users/ada@example.org/feed").json["atom"] == first
+    post_form(ada, "/digest", "/digest/feed")
+    second = html.unescape(FEED_URL.search(ada.get("/digest").text)[1])  # type: ignore[index]
+    assert second != first
+    assert ada.get(urlsplit(first).path).status_code == 410
+    assert ada.get(urlsplit(second).path).status_code == 200
 
 
 def test_download_everything_then_erase_the_account(

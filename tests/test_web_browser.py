@@ -3,7 +3,8 @@ served over HTTP on a free port, a real Redis, and a real SMTP server (aiosmtpd)
 receives the sign-in emails.
 
 A reader signs in with the mailed link, likes two papers and sees a personal list, dislikes a
-paper and sees it go, subscribes to a weekly digest and signs out (the session gone from
+paper and sees it go, subscribes to a weekly digest, gets a feed address and follows it as
+a feed reader would (the list's papers, in order), and signs out (the session gone from
 Redis). Every page passes axe-core with no serious or critical violation, and fits a 375 px
 phone and a desktop without sideways scrolling.
 
@@ -22,6 +23,7 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import feedparser
 import pytest
 import redis
 from aiosmtpd.controller import Controller
@@ -147,6 +149,22 @@ def test_sign_in_like_dislike_subscribe_sign_out(
     client = redis.Redis.from_url(site.settings.redis_url, decode_responses=True)
     ns = site.settings.redis_namespace
     assert client.hget(f"{ns}:user:ada@example.org:subscription", "frequency") == "weekly"
+
+    # The feed: its private address on the Digest page, followed as a feed reader would
+    # (another browser context: no cookie); the entries are the list's papers.
+    page.get_by_role("button", name="Get a feed address").click()
+    atom = page.get_by_label("Atom").input_value()
+    reader = page.context.browser.new_context()  # type: ignore[union-attr]
+    try:
+        answer = reader.request.get(atom)
+        assert answer.status == 200 and "atom+xml" in answer.headers["content-type"]
+        entries = [e.id.removeprefix("urn:paperrec:paper:")
+                   for e in feedparser.parse(answer.body()).entries]
+    finally:
+        reader.close()
+    page.get_by_role("link", name="Your list").click()
+    assert entries[:5] == list_ids(page)[:5]
+    page.get_by_role("link", name="Digest").click()
 
     cookie = next(c for c in page.context.cookies() if c["name"] == COOKIE)
     assert cookie["httpOnly"] and cookie["sameSite"] == "Lax"

@@ -22,6 +22,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from feedgen.feed import FeedGenerator
 
@@ -138,7 +139,7 @@ class FeedBuilder:
             return paper.url
         if paper.doi:
             return f"https://doi.org/{paper.doi}"
-        return f"{self._public_url}/v1/papers/{paper.id}"
+        return f"{self._public_url}/papers/{quote(paper.id, safe='')}"  # its web page
 
 
 def _published(paper: Paper) -> dt.datetime | None:

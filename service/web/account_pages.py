@@ -47,7 +47,20 @@ def digest() -> Response:
                 frequency=found.frequency if found else "weekly",
                 max_items=found.max_items if found else DEFAULT_MAX_ITEMS,
                 min_probability=found.min_probability if found else DEFAULT_MIN_PROBABILITY,
-                max_items_limit=MAX_ITEMS_LIMIT)
+                max_items_limit=MAX_ITEMS_LIMIT, feed=components().feed_tokens.current(user))
+
+
+@web.post("/digest/feed")
+@signed_in
+def new_feed() -> Response:
+    """A new private feed address (the old one, if any, stops working)."""
+    user = current_user()
+    assert user is not None
+    had = components().feed_tokens.current(user) is not None
+    components().feed_tokens.issue(user, time.time())
+    flash("A new feed address: the old one no longer works." if had else
+          "Your feed address is below: add it to your feed reader.")
+    return back("web.digest")
 
 
 @web.post("/digest")
