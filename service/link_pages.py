@@ -3,8 +3,8 @@
 A GET shows what the link would do and a button (a POST form to the same URL) that does it;
 only the POST records. Mail security scanners fetch every link of an email before its reader
 sees it, so a link that acted on GET would record a like, a dislike or an unsubscribe for
-each scan. The pages are rendered from ``templates/link.html`` (autoescaped: titles come
-from outside), with no script and nothing loaded from elsewhere.
+each scan. The pages are rendered from ``templates/link.html`` in the web pages' frame and
+stylesheet (autoescaped: titles come from outside), under their Content-Security-Policy.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from flask import Response, render_template
 from recommender.core.errors import ExpiredLink, InvalidLink, PaperrecError
 from recommender.digest.link_actions import LinkTarget
 
+from .page_security import CONTENT_SECURITY_POLICY
+
 # The pages hold a capability (the token in their URL) and a person's address: never cached
 # or indexed, never sent on as a referrer, never framed (a framed button invites a click the
 # reader did not mean), and nothing runs in them.
@@ -25,8 +27,7 @@ HEADERS = {
     "Referrer-Policy": "no-referrer",
     "X-Robots-Tag": "noindex",
     "X-Content-Type-Options": "nosniff",
-    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
-                               "form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
 }
 
 

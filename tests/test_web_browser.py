@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -52,8 +53,8 @@ PapersAbout = Callable[[Settings, str], list[str]]
 class Site:
     """The app over HTTP, and where its sign-in emails arrive."""
 
-    def __init__(self, base: str, inbox: Inbox, settings: Settings) -> None:
-        self.base, self.inbox, self.settings = base, inbox, settings
+    def __init__(self, base: str, inbox: Inbox, settings: Settings, app: Flask) -> None:
+        self.base, self.inbox, self.settings, self.app = base, inbox, settings, app
 
     def sign_in_link(self, address: str) -> str:
         for message in reversed(self.inbox.to(address)):
@@ -72,10 +73,11 @@ def site(make_app: Callable[[Settings], Flask], sample_settings: Settings) -> It
     port = free_port()
     settings = sample_settings.replace(public_url=f"http://127.0.0.1:{port}",
                                        smtp_url=f"smtp://127.0.0.1:{smtp.port}")
-    server = make_server("127.0.0.1", port, make_app(settings), threaded=True)
+    app = make_app(settings)
+    server = make_server("127.0.0.1", port, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield Site(f"http://127.0.0.1:{port}", inbox, settings)
+    yield Site(f"http://127.0.0.1:{port}", inbox, settings, app)
     server.shutdown()
     thread.join(10)
     smtp.stop()
@@ -204,7 +206,10 @@ def test_every_page_is_accessible_and_fits_a_phone(
     for paper_id in federated[:2]:
         like_on_paper_page(page, site, paper_id)
     axe = Axe()
-    paths = ["/sign-in/sent", *[p.format(paper=federated[2]) for p in PAGES]]
+    # and the page a digest email's "More like this" link opens, in the same frame
+    link = site.app.extensions["paperrec"].links.sign("ada@example.org", "like", federated[3],
+                                                       time.time())
+    paths = ["/sign-in/sent", *[p.format(paper=federated[2]) for p in PAGES], f"/v1/links/{link}"]
     for width in WIDTHS:
         page.set_viewport_size({"width": width, "height": 900})
         for path in paths:
@@ -223,3 +228,6 @@ def test_every_page_is_accessible_and_fits_a_phone(
     page.screenshot(path=str(shots / "web-list.png"))
     page.goto(f"{site.base}/papers/{federated[2]}")
     page.screenshot(path=str(shots / "web-paper.png"))
+    page.set_viewport_size({"width": 700, "height": 420})
+    page.goto(f"{site.base}/v1/links/{link}")
+    page.screenshot(path=str(shots / "link-page.png"))

@@ -20,14 +20,11 @@ from flask import Blueprint, Response, redirect, render_template, request, sessi
 
 from recommender.core.errors import InvalidInput
 
+from ..page_security import CONTENT_SECURITY_POLICY
+
 web = Blueprint("web", __name__)
 View = TypeVar("View", bound=Callable[..., Any])
 
-# What the pages may load and run: only this origin's own files, no inline script or style,
-# forms posting only here, never framed.
-CONTENT_SECURITY_POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; "
-                           "img-src 'self' data:; connect-src 'self'; form-action 'self'; "
-                           "base-uri 'none'; frame-ancestors 'none'")
 HEADERS = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
     "X-Content-Type-Options": "nosniff",
