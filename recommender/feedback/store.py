@@ -93,6 +93,17 @@ class FeedbackStore:
             items.append(Feedback(paper_id, parse_signal(signal), float(at)))
         return sorted(items, key=lambda f: (f.at, f.paper_id))
 
+    def signals(self, user_id: str, paper_ids: list[str]) -> dict[str, Signal]:
+        """The user's like or dislike of each of these papers that has one (one HMGET: a page
+        of ten papers reads ten fields, not the user's whole history)."""
+        if not paper_ids:
+            return {}
+        with redis_errors():
+            values = cast(list[str | None],
+                          self._redis.hmget(self._keys.feedback(user_id), paper_ids))
+        return {pid: parse_signal(value.partition(":")[0])
+                for pid, value in zip(paper_ids, values, strict=True) if value is not None}
+
     def like_counts(self) -> dict[str, int]:
         """Every liked paper with its number of likes."""
         with redis_errors():

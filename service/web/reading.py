@@ -63,7 +63,7 @@ def views(items: list[tuple[str, str, str, float | None]], user: str) -> list[Pa
     authors and date from the corpus and the reader's like or dislike."""
     parts = components()
     papers = parts.corpus.get_many([pid for pid, _, _, _ in items])
-    signals = {f.paper_id: f.signal for f in parts.feedback.get(user)}
+    signals = parts.feedback.signals(user, [pid for pid, _, _, _ in items])
     shown = []
     for pid, title, reason, probability in items:
         paper = papers.get(pid)
