@@ -146,7 +146,8 @@ def environment_help() -> str:
     lines = ["environment (unset or empty: the default):"]
     for variable, meaning, default in rows:
         text = meaning + (f" (default: {default})" if default else "")
-        first, *rest = textwrap.wrap(text, width=max(30, width - indent)) or [""]
+        first, *rest = textwrap.wrap(text, width=max(30, width - indent),
+                                     break_on_hyphens=False) or [""]
         lines += [f"  {variable:<{indent - 2}}{first}"] + [" " * indent + line for line in rest]
     return "\n".join(lines) + "\n"
 

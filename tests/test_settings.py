@@ -56,6 +56,8 @@ def test_every_setting_is_read_from_its_variable(environment: pytest.MonkeyPatch
         "PAPERREC_RATE_LIMIT": "5/second", "PAPERREC_ARXIV_OAI_URL": "http://127.0.0.1:1/oai",
         "PAPERREC_ARXIV_DELAY_SECONDS": "0", "PAPERREC_ARXIV_RETRIES": "2",
         "PAPERREC_ARXIV_CATEGORIES": "cs.LG,stat.ML",
+        "PAPERREC_EMBED_CLUSTER": "tcp://scheduler:8786", "PAPERREC_EMBED_CLUSTER_TIMEOUT": "3",
+        "PAPERREC_EMBED_SHARD_SIZE": "100",
     }
     assert set(given) == set(VARIABLES.values())
     for variable, value in given.items():
@@ -69,7 +71,8 @@ def test_every_setting_is_read_from_its_variable(environment: pytest.MonkeyPatch
         mail_from="me <me@example.org>", api_keys=f"admin:{GOOD_KEY}",
         api_keys_file=str(keys_file), rate_limit="5/second",
         arxiv_oai_url="http://127.0.0.1:1/oai", arxiv_delay_seconds=0, arxiv_retries=2,
-        arxiv_categories="cs.LG,stat.ML")
+        arxiv_categories="cs.LG,stat.ML", embed_cluster="tcp://scheduler:8786",
+        embed_cluster_timeout=3, embed_shard_size=100)
     assert settings.public_url == "https://papers.example.org"  # no trailing /
     assert settings.corpus_path == tmp_path / "corpus.sqlite"
 
@@ -125,6 +128,9 @@ BAD_VALUES = [
     ("REDIS_URL", "localhost:6379", "redis://"),
     ("PAPERREC_ARXIV_OAI_URL", "oaipmh.arxiv.org/oai", "http:// or https://"),
     ("PAPERREC_ARXIV_RETRIES", "-1", "greater than or equal to 0"),
+    ("PAPERREC_EMBED_CLUSTER", "scheduler:8786", "such as tcp://scheduler:8786"),
+    ("PAPERREC_EMBED_CLUSTER_TIMEOUT", "0", "greater than 0"),
+    ("PAPERREC_EMBED_SHARD_SIZE", "0", "greater than or equal to 1"),
 ]
 
 
