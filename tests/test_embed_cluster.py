@@ -69,7 +69,7 @@ class ShardWatch(WorkerPlugin):
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[LocalCluster]:
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None, silence_logs=logging.CRITICAL) as local:
+                      dashboard_address=":0", silence_logs=logging.CRITICAL) as local:
         yield local
 
 
