@@ -181,17 +181,23 @@ def test_a_rerun_after_a_failed_run_embeds_only_the_shards_left(
     _same_vectors(_vectors(settings), _vectors(local))
 
 
+@pytest.mark.parametrize("given_by", ["flag", "setting", "flag over setting"])
 def test_an_unreachable_scheduler_is_one_line_and_exit_2(
-    sample_build: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    given_by: str, sample_build: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     data = tmp_path / "data"
-    shutil.copytree(sample_build, data)
     # The cache holds the hashing embedder's vectors: the configured model's are all missing.
+    shutil.copytree(sample_build, data)
     monkeypatch.setenv("PAPERREC_DATA_DIR", str(data))
     monkeypatch.setenv("PAPERREC_EMBED_CLUSTER_TIMEOUT", "1")
-    address = f"tcp://127.0.0.1:{free_port()}"
-    assert main(["rebuild-index", "--quiet", "--cluster", address]) == 2
+    address, other = (f"tcp://127.0.0.1:{free_port()}" for _ in range(2))
+    command = ["rebuild-index", "--quiet"]
+    if given_by != "flag":
+        monkeypatch.setenv("PAPERREC_EMBED_CLUSTER", other if "over" in given_by else address)
+    if given_by != "setting":
+        command += ["--cluster", address]
+    assert main(command) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert err.startswith(f"paperrec rebuild-index: cannot reach the Dask scheduler at "
