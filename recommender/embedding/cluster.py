@@ -1,21 +1,22 @@
 """Embedding on a Dask distributed cluster: the texts missing from the cache, shard by shard.
 
 Why Dask distributed and not Ray: ``distributed`` is a pure-Python wheel of a few MB on top of
-the numpy stack paperrec already has (Ray is a ~60 MB platform wheel with its own object store
-and dashboard processes); ``LocalCluster(n_workers=2, processes=True)`` starts a real
+the numpy stack paperrec already has (Ray is a platform wheel of tens of MB with its own object
+store and dashboard processes); ``LocalCluster(n_workers=2, processes=True)`` starts a real
 two-process cluster inside a test in seconds; ``dask scheduler`` and ``dask worker`` are the
 whole deployment (compose profile ``cluster``); and its scheduler already does what a shard
 job needs when a worker dies: the tasks that worker held are handed to another worker, so a
 lost worker costs only the shard it was embedding (``retries`` covers a shard that raised).
 
-``embed_on_cluster`` cuts the texts into shards (``PAPERREC_EMBED_SHARD_SIZE`` texts); each
-task carries the model name, backend, batch size and the shard's texts, and returns float32
-vectors. A worker builds
+``embed_on_cluster`` cuts the texts into shards (``PAPERREC_EMBED_SHARD_SIZE`` texts), sorted
+by length and sliced as ``embed_into_cache`` slices its chunks; each task carries the model
+name, backend, batch size and the shard's texts, and returns float32 vectors. A worker builds
 the model once (``shared_embedder``: one per process) and keeps it for every later shard;
 nothing of the model is ever pickled from the client. Each shard's vectors are written to the
 cache as soon as it completes, so an interrupted run keeps what it finished and a rerun
 embeds only the rest. Workers must run this version of paperrec (the same image), so their
-vectors are the ones this process would make for the same ``Embedder.variant``.
+vectors are the ones this process would make for the same ``Embedder.variant`` (for
+``onnx-int8``, which quantises per batch, when the shards are the local chunks: the default).
 """
 
 from __future__ import annotations
