@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from recommender.core.config import Settings
 from recommender.core.errors import IndexNotReady, InvalidInput
 from recommender.core.papers import Paper, Rejection
 from recommender.corpus.arxiv import HarvestSummary, harvest, set_for_category
@@ -19,8 +20,8 @@ from recommender.corpus.oai_pmh import OaiPmhClient
 from recommender.corpus.openreview import OpenReviewClient, VenueSummary, check_venue_id
 from recommender.corpus.openreview import harvest as harvest_venue
 from recommender.corpus.store import CorpusStore, UpsertCounts
-from recommender.embedding.cache import cached_vectors
-from recommender.embedding.encoders import TextEncoder
+from recommender.embedding.cache import EmbeddingCache, EmbedInto, cached_vectors
+from recommender.embedding.encoders import Embedder, TextEncoder
 from recommender.feedback.store import FeedbackStore
 from recommender.index.store import IndexStore, LiveIndex
 from recommender.ranking import calibration
@@ -128,11 +129,15 @@ class RebuildSummary:
 
 def rebuild_index(corpus: CorpusStore, embedder: TextEncoder, embedding_cache: Path,
                   index: IndexStore, exact_max: int, model: str, progress: bool = True,
-                  full: bool = False, if_changed: bool = False) -> RebuildSummary:
+                  full: bool = False, if_changed: bool = False,
+                  cluster: EmbedCluster | None = None) -> RebuildSummary:
     """Embed what is new or changed, then publish an index over every paper: extending the
     previous version when only a few papers were added (see ``IndexStore.publish``), built
     from scratch when ``full`` or when it cannot be extended. ``if_changed``: publish nothing
-    when the current version already holds every paper as it is (a scheduled run)."""
+    when the current version already holds every paper as it is (a scheduled run).
+    ``cluster``: the embedding is done on that Dask cluster, shard by shard
+    (``recommender.embedding.cluster``); its scheduler is contacted only when there is
+    something to embed."""
     started = time.perf_counter()
     rows = list(corpus.index_rows())
     if not rows:
@@ -151,12 +156,46 @@ def rebuild_index(corpus: CorpusStore, embedder: TextEncoder, embedding_cache: P
         texts = corpus.texts([pid for pid, h, _ in rows if h in missing])
         return {h: texts[pid] for pid, h, _ in rows if pid in texts}
 
-    vectors, embedded = cached_vectors(embedder, embedding_cache, hashes, texts_of, progress)
+    embed = _on_cluster(embedder, cluster, progress) if cluster else None
+    vectors, embedded = cached_vectors(embedder, embedding_cache, hashes, texts_of, progress,
+                                       embed)
     # The variant the vectors were made by (model and backend): vectors of another never mix.
     published = index.publish(ids, vectors, days, model, exact_max, hashes=hashes,
                               embedding=embedder.variant, full=full)
     return RebuildSummary(published.version, len(ids), embedded, time.perf_counter() - started,
                           str(published.meta["build"]), str(published.meta["build_reason"]))
+
+
+@dataclass(frozen=True)
+class EmbedCluster:
+    """Where and how rebuild-index embeds on a cluster (the settings PAPERREC_EMBED_CLUSTER*)."""
+
+    address: str  # the Dask scheduler, tcp://host:8786
+    timeout: float = 10.0  # seconds to reach it
+    shard_size: int = 512  # texts per task
+
+    @classmethod
+    def from_settings(cls, settings: Settings, address: str = "") -> EmbedCluster | None:
+        """The cluster at ``address`` (else the setting's), or None: embed in this process."""
+        address = address or settings.embed_cluster
+        return cls(address, settings.embed_cluster_timeout,
+                   settings.embed_shard_size) if address else None
+
+
+def _on_cluster(embedder: TextEncoder, target: EmbedCluster, progress: bool) -> EmbedInto:
+    if not isinstance(embedder, Embedder):
+        raise InvalidInput("only a sentence-transformers model (PAPERREC_MODEL) can be run on "
+                           "a cluster: its workers load it by name")
+    # Imported here: the local embedding never pays for importing Dask (about a second).
+    from recommender.embedding.cluster import connect as connect_cluster
+    from recommender.embedding.cluster import embed_on_cluster
+
+    def embed(cache: EmbeddingCache, texts_by_hash: dict[str, str]) -> None:
+        with connect_cluster(target.address, target.timeout) as client:
+            embed_on_cluster(client, embedder, cache, texts_by_hash, progress,
+                             target.shard_size)
+
+    return embed
 
 
 @dataclass

@@ -16,7 +16,7 @@ from typing import Any
 
 from recommender import jobs, wiring
 from recommender.core.config import Settings
-from recommender.core.errors import InvalidInput, PaperrecError
+from recommender.core.errors import ClusterUnreachable, InvalidInput, PaperrecError
 from recommender.corpus.arxiv import HarvestSummary, set_for_category
 from recommender.corpus.oai_pmh import HarvestFailed, OaiPmhClient
 from recommender.corpus.openreview import OpenReviewClient, VenueSummary, check_venue_id
@@ -94,6 +94,9 @@ def _parser() -> argparse.ArgumentParser:
                          "paper as it is (for schedules)")
     rebuild.add_argument("--full", action="store_true",
                          help="rebuild everything from scratch (recomputes the corpus mean)")
+    rebuild.add_argument("--cluster", metavar="ADDRESS", type=_cluster_address,
+                         help="embed on this Dask scheduler (tcp://host:8786), shard by shard; "
+                         "overrides PAPERREC_EMBED_CLUSTER")
     rebuild.set_defaults(run=_rebuild)
 
     train = sub.add_parser(
@@ -455,6 +458,7 @@ def _fetch_arxiv(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+<<<<<<< HEAD
 def _fetch_openreview(args: argparse.Namespace, settings: Settings) -> int:
     corpus = CorpusStore(settings.corpus_path)  # only the corpus: no Redis, no model
     client = OpenReviewClient(settings.openreview_url, settings.openreview_delay_seconds,
@@ -473,14 +477,26 @@ def _fetch_openreview(args: argparse.Namespace, settings: Settings) -> int:
         corpus.close()
     print(f"fetch openreview: {summary}")
     return 0
+=======
+def _cluster_address(value: str) -> str:
+    try:
+        return str(Settings.check("embed_cluster", value))
+    except InvalidInput as exc:
+        raise argparse.ArgumentTypeError(exc.message.split(": ", 1)[-1]) from None
+>>>>>>> cluster
 
 
 def _rebuild(args: argparse.Namespace, settings: Settings) -> int:
     parts = wiring.build(settings)
-    summary = jobs.rebuild_index(parts.corpus, parts.embedder, settings.embedding_cache_path,
-                                 parts.index_store, settings.exact_index_max, settings.model,
-                                 progress=not args.quiet, full=args.full,
-                                 if_changed=args.if_changed)
+    try:
+        summary = jobs.rebuild_index(
+            parts.corpus, parts.embedder, settings.embedding_cache_path, parts.index_store,
+            settings.exact_index_max, settings.model, progress=not args.quiet, full=args.full,
+            if_changed=args.if_changed,
+            cluster=jobs.EmbedCluster.from_settings(settings, args.cluster or ""))
+    except ClusterUnreachable as exc:  # an address to check, as a bad setting
+        print(f"paperrec {args.command}: {exc.message}", file=sys.stderr)
+        return BAD_SETTINGS
     print(f"rebuild-index: {summary}")
     return 0
 

@@ -59,6 +59,8 @@ def test_every_setting_is_read_from_its_variable(environment: pytest.MonkeyPatch
         "PAPERREC_ARXIV_CATEGORIES": "cs.LG,stat.ML",
         "PAPERREC_OPENREVIEW_URL": "http://127.0.0.1:1/", "PAPERREC_OPENREVIEW_DELAY_SECONDS": "0",
         "PAPERREC_OPENREVIEW_RETRIES": "1",
+        "PAPERREC_EMBED_CLUSTER": "tcp://scheduler:8786", "PAPERREC_EMBED_CLUSTER_TIMEOUT": "3",
+        "PAPERREC_EMBED_SHARD_SIZE": "100",
     }
     assert set(given) == set(VARIABLES.values())
     for variable, value in given.items():
@@ -73,7 +75,9 @@ def test_every_setting_is_read_from_its_variable(environment: pytest.MonkeyPatch
         api_keys_file=str(keys_file), rate_limit="5/second",
         arxiv_oai_url="http://127.0.0.1:1/oai", arxiv_delay_seconds=0, arxiv_retries=2,
         arxiv_categories="cs.LG,stat.ML", openreview_url="http://127.0.0.1:1",
-        openreview_delay_seconds=0, openreview_retries=1)
+        openreview_delay_seconds=0, openreview_retries=1,
+        embed_cluster="tcp://scheduler:8786",
+        embed_cluster_timeout=3, embed_shard_size=100)
     assert settings.public_url == "https://papers.example.org"  # no trailing /
     assert settings.corpus_path == tmp_path / "corpus.sqlite"
 
@@ -131,6 +135,9 @@ BAD_VALUES = [
     ("PAPERREC_ARXIV_RETRIES", "-1", "greater than or equal to 0"),
     ("PAPERREC_OPENREVIEW_URL", "api2.openreview.net", "http:// or https://"),
     ("PAPERREC_OPENREVIEW_DELAY_SECONDS", "-1", "greater than or equal to 0"),
+    ("PAPERREC_EMBED_CLUSTER", "scheduler:8786", "such as tcp://scheduler:8786"),
+    ("PAPERREC_EMBED_CLUSTER_TIMEOUT", "0", "greater than 0"),
+    ("PAPERREC_EMBED_SHARD_SIZE", "0", "greater than or equal to 1"),
 ]
 
 

@@ -87,6 +87,13 @@ def check_redis_url(url: str) -> str:
     return url
 
 
+def check_cluster_address(address: str) -> str:
+    if address and (urlsplit(address).scheme not in ("tcp", "tls") or not urlsplit(address).netloc):
+        raise ValueError(f"must be empty (embed in this process) or a Dask scheduler address "
+                         f"such as tcp://scheduler:8786, not {address!r}")
+    return address
+
+
 def check_public_url(url: str) -> str:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -155,6 +162,18 @@ class Settings(BaseSettings):
     embed_backend: Annotated[str, _checked_by(check_embed_backend)] = Field(
         DEFAULT_EMBED_BACKEND, validation_alias="PAPERREC_EMBED_BACKEND",
         description=f"how the model runs: {', '.join(EMBED_BACKENDS)}")
+    embed_cluster: Annotated[str, AfterValidator(check_cluster_address)] = Field(
+        "", validation_alias="PAPERREC_EMBED_CLUSTER",
+        description="a Dask scheduler (tcp://host:8786) that rebuild-index hands the embedding "
+                    "to, shard by shard; empty: embed in this process")
+    embed_cluster_timeout: float = Field(
+        10.0, gt=0, allow_inf_nan=False, validation_alias="PAPERREC_EMBED_CLUSTER_TIMEOUT",
+        description="seconds rebuild-index waits to reach the Dask scheduler before it gives up")
+    # 512: the chunks a local rebuild embeds (embed_into_cache), so onnx-int8, which quantises
+    # per batch, gives the cluster the very vectors of a local run.
+    embed_shard_size: int = Field(
+        512, ge=1, validation_alias="PAPERREC_EMBED_SHARD_SIZE",
+        description="texts per task on the cluster: a worker that dies loses at most one shard")
     index_check_seconds: float = Field(
         2.0, ge=0, allow_inf_nan=False, validation_alias="PAPERREC_INDEX_CHECK_SECONDS",
         description="how often the service looks for a newly published index or model version")

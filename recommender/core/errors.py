@@ -100,6 +100,18 @@ class StoreUnavailable(Unavailable):
     code = "store_unavailable"
 
 
+class ClusterUnavailable(Unavailable):
+    """The Dask cluster the embedding was handed to could not embed a shard."""
+
+    code = "cluster_unavailable"
+
+
+class ClusterUnreachable(ClusterUnavailable):
+    """The Dask scheduler does not answer at its address (a setting to check)."""
+
+    code = "cluster_unreachable"
+
+
 class TooLarge(PaperrecError):
     """A request or file beyond a documented limit (size, number of entries)."""
 

@@ -11,6 +11,9 @@ from tqdm import tqdm
 
 from recommender.embedding.encoders import TextEncoder
 
+# Stores the vectors of these texts (by content hash) in the cache.
+EmbedInto = Callable[["EmbeddingCache", dict[str, str]], None]
+
 
 class EmbeddingCache:
     """Vectors by (model variant, content hash), in SQLite: a rebuild embeds only new or
@@ -63,16 +66,22 @@ def cached_vectors(
     hashes: Sequence[str],
     texts_of: Callable[[set[str]], dict[str, str]],
     progress: bool = True,
+    embed: EmbedInto | None = None,
 ) -> tuple[np.ndarray, int]:
     """Vectors for these content hashes, in order, embedding only those not cached yet.
 
     ``texts_of(missing hashes)`` returns the text of each, so callers load only those texts.
+    ``embed(cache, texts by hash)`` stores their vectors under ``embedder.variant``; by default
+    ``embed_into_cache`` in this process (``recommender.embedding.cluster``: on a cluster).
     Returns the matrix and how many texts were newly embedded.
     """
     cache = EmbeddingCache(cache_path)
     try:
         to_embed = texts_of(cache.missing(embedder.variant, hashes))
-        embed_into_cache(embedder, cache, to_embed, progress=progress)
+        if embed is None:
+            embed_into_cache(embedder, cache, to_embed, progress=progress)
+        elif to_embed:
+            embed(cache, to_embed)
         by_hash = cache.get(embedder.variant, hashes)
     finally:
         cache.close()
