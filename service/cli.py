@@ -458,7 +458,6 @@ def _fetch_arxiv(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-<<<<<<< HEAD
 def _fetch_openreview(args: argparse.Namespace, settings: Settings) -> int:
     corpus = CorpusStore(settings.corpus_path)  # only the corpus: no Redis, no model
     client = OpenReviewClient(settings.openreview_url, settings.openreview_delay_seconds,
@@ -477,13 +476,13 @@ def _fetch_openreview(args: argparse.Namespace, settings: Settings) -> int:
         corpus.close()
     print(f"fetch openreview: {summary}")
     return 0
-=======
+
+
 def _cluster_address(value: str) -> str:
     try:
         return str(Settings.check("embed_cluster", value))
     except InvalidInput as exc:
         raise argparse.ArgumentTypeError(exc.message.split(": ", 1)[-1]) from None
->>>>>>> cluster
 
 
 def _rebuild(args: argparse.Namespace, settings: Settings) -> int:
