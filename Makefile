@@ -17,10 +17,13 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
+# The links in emails (sign-in, digests) point at this server unless PAPERREC_PUBLIC_URL says
+# otherwise, on whichever PORT it serves.
 run: install
 	$(BIN)/paperrec ingest --sample
 	$(BIN)/paperrec rebuild-index
-	$(BIN)/paperrec serve --port $(PORT)
+	PAPERREC_PUBLIC_URL=$${PAPERREC_PUBLIC_URL:-http://127.0.0.1:$(PORT)} \
+	  $(BIN)/paperrec serve --port $(PORT)
 
 test: install compose-cli
 	$(BIN)/pytest
