@@ -66,6 +66,11 @@ class ShardWatch(WorkerPlugin):
         os._exit(1)  # a worker dying mid-shard: no exception, no goodbye to the scheduler
 
 
+# A killed worker's nanny starts a new process, which imports the model's stack again: about
+# ten seconds on an idle machine, over a minute seen on a loaded one.
+WORKERS_BACK_SECONDS = 240
+
+
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[LocalCluster]:
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
@@ -77,11 +82,11 @@ def cluster() -> Iterator[LocalCluster]:
 def client(cluster: LocalCluster) -> Iterator[Client]:
     """A client of the test's own, to watch the workers: both are up before and after."""
     with Client(cluster) as watcher:
-        watcher.wait_for_workers(2, timeout=60)
+        watcher.wait_for_workers(2, timeout=WORKERS_BACK_SECONDS)
         yield watcher
         with contextlib.suppress(ValueError):  # the test's plugin, if it left one
             watcher.unregister_worker_plugin(ShardWatch.name)
-        watcher.wait_for_workers(2, timeout=60)
+        watcher.wait_for_workers(2, timeout=WORKERS_BACK_SECONDS)
 
 
 @pytest.fixture(scope="module")
