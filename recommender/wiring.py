@@ -70,7 +70,7 @@ def build(settings: Settings, *, embedder: TextEncoder | None = None) -> Compone
                                 "collaborative model",
                                 "no model trained yet: run `paperrec train`",
                                 settings.index_check_seconds)
-    feedback = FeedbackStore(client, keys)
+    feedback = FeedbackStore(client, keys, settings.served_history_max)
     subscriptions = SubscriptionStore(client, keys)
     rules = RuleStore(client, keys)
     secret = load_secret(settings.secret_key, settings.data_dir)

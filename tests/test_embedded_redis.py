@@ -20,8 +20,10 @@ import pytest
 import redis
 
 from recommender.core.config import Settings
+from recommender.feedback.store import FeedbackStore
 from recommender.storage.embedded_redis import socket_path
 from recommender.storage.redis_client import connect
+from recommender.storage.redis_keys import RedisKeys
 from tests.servers import alive
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -123,6 +125,18 @@ def test_the_server_starts_on_first_use_not_when_the_client_is_built(data_dir: P
     assert not (data_dir / "redis" / "redis.pid").exists()
     assert client.ping()
     assert server_pid(data_dir / "redis")
+
+
+def test_a_served_log_at_its_cap_stays_compact(data_dir: Path) -> None:
+    # zset-max-ziplist-entries 2048: the cap (1,000) plus a list of 200 is never a skiplist,
+    # which takes three times the memory (benchmarks/README.md, "Redis memory per user").
+    client = connect(Settings(data_dir=data_dir))
+    store = FeedbackStore(client, RedisKeys("compact"), served_history_max=1_000)
+    store.record_served("ada", [f"2611.{n:05d}" for n in range(1_000)], at=1.0)
+    store.record_served("ada", [f"2612.{n:05d}" for n in range(200)], at=2.0)
+    assert len(store.served("ada")) == 1_000
+    encoding = client.object("encoding", RedisKeys("compact").served("ada"))
+    assert encoding in ("ziplist", "listpack")  # 6.2 and 7 name it differently
 
 
 KILLED = textwrap.dedent("""

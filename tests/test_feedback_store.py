@@ -75,6 +75,28 @@ def test_served_papers_are_remembered_newest_last(store: FeedbackStore) -> None:
     assert store.served("bob") == []
 
 
+def test_the_served_history_stops_at_its_cap_keeping_the_newest(
+    redis_url: str, namespace: str
+) -> None:
+    store = FeedbackStore(redis.Redis.from_url(redis_url, decode_responses=True),
+                          RedisKeys(namespace), served_history_max=5)
+    store.record_served("ada", ["p1", "p2", "p3"], at=10.0)
+    store.record_served("ada", ["p4", "p5"], at=20.0)
+    assert store.served("ada") == ["p1", "p2", "p3", "p4", "p5"]  # at the cap: nothing lost
+    store.record_served("ada", ["p6", "p7"], at=30.0)
+    assert store.served("ada") == ["p3", "p4", "p5", "p6", "p7"]  # the two oldest went
+    store.record_served("ada", ["p3"], at=40.0)  # served again: newest now, nothing dropped
+    assert store.served("ada") == ["p4", "p5", "p6", "p7", "p3"]
+    store.record_served("ada", [f"q{i}" for i in range(8)], at=50.0)  # more than the cap at once
+    assert store.served("ada") == ["q3", "q4", "q5", "q6", "q7"]
+    assert store.served("bob") == []
+
+
+def test_the_served_history_cap_must_keep_something(redis_url: str) -> None:
+    with pytest.raises(InvalidInput, match="at least 1"):
+        FeedbackStore(redis.Redis.from_url(redis_url), RedisKeys("x"), served_history_max=0)
+
+
 def test_likes_by_user_is_the_training_data(store: FeedbackStore) -> None:
     store.set("ada", "p1", "like", at=1.0)
     store.set("ada", "p2", "dislike", at=2.0)

@@ -60,7 +60,7 @@ def test_every_setting_is_read_from_its_variable(environment: pytest.MonkeyPatch
         "PAPERREC_OPENREVIEW_URL": "http://127.0.0.1:1/", "PAPERREC_OPENREVIEW_DELAY_SECONDS": "0",
         "PAPERREC_OPENREVIEW_RETRIES": "1",
         "PAPERREC_EMBED_CLUSTER": "tcp://scheduler:8786", "PAPERREC_EMBED_CLUSTER_TIMEOUT": "3",
-        "PAPERREC_EMBED_SHARD_SIZE": "100",
+        "PAPERREC_EMBED_SHARD_SIZE": "100", "PAPERREC_SERVED_HISTORY_MAX": "50",
     }
     assert set(given) == set(VARIABLES.values())
     for variable, value in given.items():
@@ -77,7 +77,7 @@ def test_every_setting_is_read_from_its_variable(environment: pytest.MonkeyPatch
         arxiv_categories="cs.LG,stat.ML", openreview_url="http://127.0.0.1:1",
         openreview_delay_seconds=0, openreview_retries=1,
         embed_cluster="tcp://scheduler:8786",
-        embed_cluster_timeout=3, embed_shard_size=100)
+        embed_cluster_timeout=3, embed_shard_size=100, served_history_max=50)
     assert settings.public_url == "https://papers.example.org"  # no trailing /
     assert settings.corpus_path == tmp_path / "corpus.sqlite"
 
@@ -120,6 +120,7 @@ BAD_VALUES = [
     ("PAPERREC_EMBED_BATCH_SIZE", "abc", "PAPERREC_EMBED_BATCH_SIZE='abc' is not an integer"),
     ("PAPERREC_EMBED_BATCH_SIZE", "0", "greater than or equal to 1"),
     ("PAPERREC_EXACT_INDEX_MAX", "20k", "PAPERREC_EXACT_INDEX_MAX='20k' is not an integer"),
+    ("PAPERREC_SERVED_HISTORY_MAX", "0", "greater than or equal to 1"),
     ("PAPERREC_INDEX_CHECK_SECONDS", "soon", "PAPERREC_INDEX_CHECK_SECONDS='soon' is not a number"),
     ("PAPERREC_INDEX_CHECK_SECONDS", "nan", "not a finite number"),
     ("PAPERREC_EMBED_BACKEND", "tensorflow", "torch, onnx, onnx-int8"),

@@ -38,6 +38,10 @@ ARXIV_OAI_URL = "https://oaipmh.arxiv.org/oai"
 ARXIV_DELAY_SECONDS = 3.0  # arXiv asks harvesters to pause a few seconds between requests
 OPENREVIEW_URL = "https://api2.openreview.net"
 OPENREVIEW_DELAY_SECONDS = 1.0  # a page is up to 1000 papers: a venue is a handful of requests
+# Papers remembered as served per user: the one per-user Redis key that grows with use.
+# benchmarks/README.md, "Redis memory per user", measures it and says why this keeps a
+# million users' Redis within 16 GB.
+SERVED_HISTORY_MAX = 1_000
 
 
 # --- the rules: each raises ValueError saying what is wrong (never echoing a secret) ---------
@@ -152,6 +156,10 @@ class Settings(BaseSettings):
     redis_namespace: str = Field(
         "paperrec", validation_alias="PAPERREC_REDIS_NAMESPACE",
         description="prefix of every Redis key, so deployments can share a server")
+    served_history_max: int = Field(
+        SERVED_HISTORY_MAX, ge=1, validation_alias="PAPERREC_SERVED_HISTORY_MAX",
+        description="papers remembered as served per user (the newest; older ones may be "
+                    "shown or sent again): the served log is what grows with use in Redis")
     model: str = Field(
         DEFAULT_MODEL, validation_alias="PAPERREC_MODEL",
         description="sentence-transformers model: the bundled default or a local model "

@@ -3,7 +3,9 @@
 One hash per user maps paper id -> "<signal>:<unix time>". A new signal on the same paper
 replaces the old one; removing deletes it. A per-paper like counter (for popularity) is
 kept in step by a Lua script, so the two never disagree. Redis failures surface as
-``StoreUnavailable``; nothing outside this module knows a Redis key.
+``StoreUnavailable``; nothing outside this module knows a Redis key. The served log keeps
+the newest ``served_history_max`` papers (PAPERREC_SERVED_HISTORY_MAX): it is the one
+per-user key that grows with use (benchmarks/README.md, "Redis memory per user").
 """
 
 from __future__ import annotations
@@ -14,13 +16,13 @@ from typing import Literal, cast
 
 import redis
 
+from recommender.core.config import SERVED_HISTORY_MAX
 from recommender.core.errors import InvalidInput
 from recommender.core.ids import validate_paper_id
 from recommender.storage.redis_keys import RedisKeys
 from recommender.storage.redis_options import redis_errors
 
 Signal = Literal["like", "dislike"]
-SERVED_HISTORY = 10_000  # papers remembered as served, per user
 
 # KEYS: feedback hash, like counter, users set.  ARGV: user, paper, new value ("" = remove).
 _SET_SIGNAL = """
@@ -63,9 +65,13 @@ def parse_signal(value: object) -> Signal:
 
 
 class FeedbackStore:
-    def __init__(self, client: redis.Redis, keys: RedisKeys) -> None:
+    def __init__(self, client: redis.Redis, keys: RedisKeys,
+                 served_history_max: int = SERVED_HISTORY_MAX) -> None:
+        if served_history_max < 1:
+            raise InvalidInput(f"served_history_max must be at least 1, got {served_history_max}")
         self._redis = client
         self._keys = keys
+        self._served_max = served_history_max
         self._set_signal = client.register_script(_SET_SIGNAL)
 
     def set(self, user_id: str, paper_id: str, signal: Signal, at: float) -> bool:
@@ -121,14 +127,15 @@ class FeedbackStore:
         return likes
 
     def record_served(self, user_id: str, paper_ids: list[str], at: float) -> None:
-        """Remember what was shown to the user, so later lists can push it down."""
+        """Remember what was shown to the user, so later lists can push it down. Only the
+        newest ``served_history_max`` papers are kept, trimmed in the same transaction."""
         if not paper_ids:
             return
         key = self._keys.served(user_id)
         with redis_errors():
             pipe = self._redis.pipeline(transaction=True)
             pipe.zadd(key, {pid: at for pid in paper_ids})
-            pipe.zremrangebyrank(key, 0, -SERVED_HISTORY - 1)  # keep the newest only
+            pipe.zremrangebyrank(key, 0, -self._served_max - 1)  # keep the newest only
             pipe.execute()
 
     def served(self, user_id: str) -> list[str]:
