@@ -18,7 +18,6 @@ the politeness pause (3 s a request) and the network dominate: 20 pages take at 
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import statistics
 import sys
@@ -31,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from index import machine  # type: ignore[import-not-found]  # noqa: E402
+from index import machine, write_result  # type: ignore[import-not-found]  # noqa: E402
 
 from recommender import jobs  # noqa: E402
 from recommender.corpus.oai_pmh import OaiPmhClient  # noqa: E402
@@ -100,10 +99,7 @@ def main(argv: list[str] | None = None) -> int:
             "median_s": round(seconds, 3),
             "records_per_s": round(runs[0][run]["records"] / seconds, 1),
             "requests": runs[0][run]["requests"], "summary": runs[0][run]["summary"]}
-    text = json.dumps(result, indent=2)
-    print(text)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text + "\n")
+    write_result(result, args.out)
     return 0
 
 

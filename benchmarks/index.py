@@ -687,6 +687,14 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def write_result(result: dict[str, Any], out: Path) -> None:
+    """Print a benchmark's JSON document and record it in ``out``."""
+    text = json.dumps(result, indent=2)
+    print(text)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text + "\n")
+
+
 def machine() -> dict[str, Any]:
     cpu = next((line.split(":", 1)[1].strip() for line in
                 Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")),

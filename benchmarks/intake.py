@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from harvest import synthetic_records  # type: ignore[import-not-found]  # noqa: E402
-from index import machine  # type: ignore[import-not-found]  # noqa: E402
+from index import machine, write_result  # type: ignore[import-not-found]  # noqa: E402
 
 from recommender import jobs, wiring  # noqa: E402
 from recommender.core.config import Settings  # noqa: E402
@@ -233,10 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         "library_import": {"entries": 1000, "format": "bibtex", **summarise(
             library_runs, ("import_s", "first_list_s", "total_s"))},
     }
-    text = json.dumps(result, indent=2)
-    print(text)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text + "\n")
+    write_result(result, args.out)
     return 0
 
 

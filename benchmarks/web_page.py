@@ -18,7 +18,6 @@ Prints one JSON document and writes benchmarks/results/web_page.json.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import re
 import shutil
@@ -35,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from index import machine  # type: ignore[import-not-found]  # noqa: E402
+from index import machine, write_result  # type: ignore[import-not-found]  # noqa: E402
 
 from recommender import jobs, wiring  # noqa: E402
 from recommender.core.config import Settings  # noqa: E402
@@ -116,10 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         "page_extra_p50_ms": round(figures["page"]["p50_ms"] - figures["json"]["p50_ms"], 2),
         "page_extra_p99_ms": round(figures["page"]["p99_ms"] - figures["json"]["p99_ms"], 2),
     }
-    text = json.dumps(result, indent=2)
-    print(text)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text + "\n")
+    write_result(result, args.out)
     return 0
 
 

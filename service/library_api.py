@@ -20,7 +20,7 @@ from recommender.corpus.library import (
     parse_library,
 )
 from recommender.corpus.library_writers import FILE_EXTENSIONS, content_type, write_library
-from recommender.feedback.library import import_library, liked_papers
+from recommender.feedback.library import ImportReport, import_library, liked_papers
 
 from .api_models import ImportOut, LibraryQuery
 from .openapi import operation
@@ -65,16 +65,22 @@ _EXPORT_RESPONSE: dict[str, Any] = {
                        f"413 beyond {MAX_LIBRARY_BYTES // 2**20} MB or {MAX_ENTRIES} entries; "
                        "415 for another content type; 400 for a file that cannot be read.")
 def import_user_library(user_id: str) -> ImportOut:
-    text, fmt = _uploaded()
-    parsed = parse_library(text, fmt)
+    text, fmt = uploaded_library()
+    report = import_for(user_id, text, fmt)
+    return ImportOut.model_validate({"user_id": user_id, "format": fmt, **asdict(report)})
+
+
+def import_for(user_id: str, text: str, fmt: LibraryFormat) -> ImportReport:
+    """Import a library file's text as the user's likes, counted by service.metrics (the API
+    and the web Library page)."""
     parts = components()
-    report = import_library(parsed, user_id, corpus=parts.corpus, feedback=parts.feedback,
-                            embedder=parts.embedder,
+    report = import_library(parse_library(text, fmt), user_id, corpus=parts.corpus,
+                            feedback=parts.feedback, embedder=parts.embedder,
                             embedding_cache=parts.settings.embedding_cache_path,
                             now=time.time())
     if report.matched or report.added:
-        g.feedback_written = "like"  # counted by service.metrics
-    return ImportOut.model_validate({"user_id": user_id, "format": fmt, **asdict(report)})
+        g.feedback_written = "like"
+    return report
 
 
 @operation(api, "GET", "/v1/users/<user_id>/library",
@@ -94,8 +100,13 @@ def export_user_library(user_id: str, query: LibraryQuery) -> Response:
     return response
 
 
-def _uploaded() -> tuple[str, LibraryFormat]:
-    """The uploaded file's text and format (the body, or the multipart field ``file``)."""
+MISSING_FILE = "send the file in the multipart field `file` (e.g. curl -F file=@library.bib)"
+
+
+def uploaded_library(missing_file: str = MISSING_FILE) -> tuple[str, LibraryFormat]:
+    """The uploaded file's text and format (the body, or the multipart field ``file``; a part
+    without a file name, as a browser sends for an empty file input, is ``missing_file``).
+    Shared by the API and the web Library page."""
     too_large = TooLarge(f"the file is larger than {MAX_LIBRARY_BYTES // 2**20} MB; "
                          "split it and import the parts")
     if (request.content_length or 0) > MAX_LIBRARY_BYTES + 64 * 1024:  # room for multipart
@@ -104,10 +115,9 @@ def _uploaded() -> tuple[str, LibraryFormat]:
     try:
         if request.mimetype == "multipart/form-data":
             upload = request.files.get("file")
-            if upload is None:
-                raise InvalidInput("send the file in the multipart field `file` (e.g. "
-                                   "curl -F file=@library.bib)")
-            fmt = format_for(upload.mimetype, upload.filename or "")
+            if upload is None or not upload.filename:
+                raise InvalidInput(missing_file)
+            fmt = format_for(upload.mimetype, upload.filename)
             data = upload.stream.read(MAX_LIBRARY_BYTES + 1)
         else:
             fmt = format_for(request.mimetype)

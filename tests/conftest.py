@@ -64,6 +64,7 @@ from recommender.corpus.store import CorpusStore
 from recommender.embedding.encoders import Embedder, TextEncoder
 from service import create_app
 from tests.servers import free_port
+from tests.web_steps import sign_in
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -316,3 +317,24 @@ def paper_ids_about() -> Callable[[Settings, str], list[str]]:
 
     return find
 
+
+# --- the web pages ---------------------------------------------------------------------------
+
+@pytest.fixture
+def mail_dir(tmp_path: Path) -> Path:
+    """Where the app writes its emails (sign-in links) while no SMTP server is set."""
+    return tmp_path / "mail"
+
+
+@pytest.fixture
+def web_app(make_app: Callable[[Settings], Flask], sample_settings: Settings,
+            mail_dir: Path) -> Flask:
+    return make_app(sample_settings.replace(mail_dir=str(mail_dir)))
+
+
+@pytest.fixture
+def ada(web_app: Flask, mail_dir: Path) -> FlaskClient:
+    """A browser (Flask's test client) signed in as ada@example.org through the pages."""
+    browser = web_app.test_client()
+    sign_in(browser, "ada@example.org", mail_dir)
+    return browser

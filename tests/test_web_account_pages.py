@@ -11,7 +11,6 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import pytest
 import redis
 from flask import Flask
 from flask.testing import FlaskClient
@@ -32,17 +31,6 @@ BIBTEX = """@article{federated2026,
 """
 
 
-@pytest.fixture
-def web_app(make_app: Callable[[Settings], Flask], sample_settings: Settings,
-            tmp_path: Path) -> Flask:
-    return make_app(sample_settings.replace(mail_dir=str(tmp_path / "mail")))
-
-
-@pytest.fixture
-def ada(web_app: Flask, tmp_path: Path) -> FlaskClient:
-    browser = web_app.test_client()
-    sign_in(browser, "ada@example.org", tmp_path / "mail")
-    return browser
 
 
 def upload(browser: FlaskClient, name: str, text: str) -> str:

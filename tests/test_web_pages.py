@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 from flask import Flask
@@ -14,24 +13,12 @@ from flask.testing import FlaskClient
 from recommender.core.config import Settings
 from recommender.core.papers import Paper
 from recommender.corpus.store import CorpusStore
-from tests.web_steps import post_form, sign_in
+from tests.web_steps import post_form
 
 RATE = re.compile(r'action="/papers/([^"]+)/rate"')
 PapersAbout = Callable[[Settings, str], list[str]]
 
 
-@pytest.fixture
-def web_app(make_app: Callable[[Settings], Flask], sample_settings: Settings,
-            tmp_path: Path) -> Flask:
-    return make_app(sample_settings.replace(mail_dir=str(tmp_path / "mail")))
-
-
-@pytest.fixture
-def ada(web_app: Flask, tmp_path: Path) -> FlaskClient:
-    """A browser signed in as ada@example.org."""
-    browser = web_app.test_client()
-    sign_in(browser, "ada@example.org", tmp_path / "mail")
-    return browser
 
 
 def listed(browser: FlaskClient, path: str = "/list") -> list[str]:

@@ -21,17 +21,6 @@ from tests.web_steps import ask_for_link, csrf_token, mails, post_form, sign_in,
 
 
 @pytest.fixture
-def mail_dir(tmp_path: Path) -> Path:
-    return tmp_path / "mail"
-
-
-@pytest.fixture
-def web_app(make_app: Callable[[Settings], Flask], sample_settings: Settings,
-            mail_dir: Path) -> Flask:
-    return make_app(sample_settings.replace(mail_dir=str(mail_dir)))
-
-
-@pytest.fixture
 def browser(web_app: Flask) -> FlaskClient:
     return web_app.test_client()
 

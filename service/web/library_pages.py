@@ -7,18 +7,15 @@ Import and export are the API's (``recommender.feedback.library``, the files of
 
 from __future__ import annotations
 
-import time
 from typing import get_args
 
-from flask import Response, abort, flash, g, request, url_for
-from werkzeug.exceptions import RequestEntityTooLarge
+from flask import Response, abort, flash, url_for
 
-from recommender.core.errors import InvalidInput, TooLarge
-from recommender.corpus.library import LibraryFormat, format_for, parse_library
+from recommender.corpus.library import LibraryFormat
 from recommender.corpus.library_writers import FILE_EXTENSIONS, content_type, write_library
-from recommender.feedback.library import ImportReport, import_library, liked_papers
+from recommender.feedback.library import ImportReport, liked_papers
 
-from ..library_api import MAX_LIBRARY_BYTES
+from ..library_api import MAX_LIBRARY_BYTES, import_for, uploaded_library
 from ..state import components
 from .blueprint import back, current_user, page, signed_in, web
 from .reading import views
@@ -51,14 +48,8 @@ def library() -> Response:
 def import_file() -> Response:
     user = current_user()
     assert user is not None
-    text, fmt = _uploaded()
-    parts = components()
-    report = import_library(parse_library(text, fmt), user, corpus=parts.corpus,
-                            feedback=parts.feedback, embedder=parts.embedder,
-                            embedding_cache=parts.settings.embedding_cache_path,
-                            now=time.time())
-    if report.matched or report.added:
-        g.feedback_written = "like"  # counted by service.metrics
+    text, fmt = uploaded_library("choose a file to import (.bib, .ris, .json or .txt)")
+    report = import_for(user, text, fmt)
     for message in summary(report):
         flash(message)
     return back("web.library")
@@ -92,26 +83,3 @@ def summary(report: ImportReport) -> list[str]:
     if len(report.rejected) > SHOWN_REJECTIONS:
         lines.append(f"… and {len(report.rejected) - SHOWN_REJECTIONS} more not imported.")
     return lines
-
-
-def _uploaded() -> tuple[str, LibraryFormat]:
-    """The file of the form's ``file`` field, and its format (by type or extension)."""
-    too_large = TooLarge(f"the file is larger than {MAX_LIBRARY_BYTES // 2**20} MB; split it "
-                         "and import the parts")
-    if (request.content_length or 0) > MAX_LIBRARY_BYTES + 64 * 1024:
-        raise too_large
-    request.max_content_length = MAX_LIBRARY_BYTES + 64 * 1024
-    try:
-        upload = request.files.get("file")
-    except RequestEntityTooLarge:
-        raise too_large from None
-    if upload is None or not upload.filename:
-        raise InvalidInput("choose a file to import (.bib, .ris, .json or .txt)")
-    fmt = format_for(upload.mimetype, upload.filename)
-    data = upload.stream.read(MAX_LIBRARY_BYTES + 1)
-    if len(data) > MAX_LIBRARY_BYTES:
-        raise too_large
-    try:
-        return data.decode("utf-8-sig"), fmt
-    except UnicodeDecodeError:
-        return data.decode("latin-1"), fmt
