@@ -66,7 +66,9 @@ from service import create_app
 from tests.servers import free_port
 from tests.web_steps import sign_in
 
+# The bundled model only: nothing is fetched from a model hub, whoever runs pytest.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
 # --- Redis ------------------------------------------------------------------------------------

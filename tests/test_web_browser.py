@@ -8,11 +8,12 @@ a feed reader would (the list's papers, in order), and signs out (the session go
 Redis). Every page passes axe-core with no serious or critical violation, and fits a 375 px
 phone and a desktop without sideways scrolling.
 
-Skipped, saying so, only where /usr/bin/chromium is missing outside CI; `.ci/run` installs it
-(``apt-get install chromium``), and under CI a missing browser fails. No browser is
-downloaded (no ``playwright install``). ``PAPERREC_SCREENSHOTS=docs`` writes the README's
-screenshots (docs/web-list.png, docs/web-paper.png); otherwise they go to a temporary
-directory.
+The browser is Debian's chromium at /usr/bin/chromium (``.ci/run`` sees to it); Playwright
+drives that executable and fetches nothing. Where it is missing outside CI the tests are
+skipped, saying so; under CI a missing browser fails.
+
+``PAPERREC_SCREENSHOTS=docs`` writes the README's screenshots (docs/web-list.png,
+docs/web-paper.png, docs/link-page.png); otherwise they go to a temporary directory.
 """
 
 from __future__ import annotations
@@ -40,8 +41,7 @@ from tests.servers import Inbox, free_port
 CHROMIUM = Path("/usr/bin/chromium")
 pytestmark = pytest.mark.skipif(
     not CHROMIUM.exists() and not os.environ.get("CI"),
-    reason="Debian's chromium is not installed here (apt-get install chromium; .ci/run "
-           "installs it)")
+    reason="Debian's chromium is missing at /usr/bin/chromium (.ci/run sees to it)")
 LINK = re.compile(r"https?://\S+/sign-in/link/\S+")
 PAGES = ["/list", "/papers/{paper}", "/search?q=federated+learning", "/library", "/digest",
          "/data"]
