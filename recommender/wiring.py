@@ -76,7 +76,7 @@ def build(settings: Settings, *, embedder: TextEncoder | None = None) -> Compone
     secret = load_secret(settings.secret_key, settings.data_dir)
     links = LinkSigner(secret)
     feed_tokens = FeedTokens(client, keys, secret, settings.public_url)
-    recommender = Recommender(corpus, index, collaborative, feedback, encoder, rules,
+    recommender = Recommender(corpus, index, collaborative, feedback, encoder,
                               settings.embedding_cache_path)
     return Components(
         settings=settings, redis=client, keys=keys, corpus=corpus, embedder=encoder,

@@ -164,9 +164,8 @@ class RuleStore:
     def get(self, user_id: str) -> list[Rule]:
         """The user's rules, oldest first."""
         with redis_errors():
-            raw = cast(dict[str, str], self._redis.hgetall(self._keys.rules(user_id)))
-        rules = [_rule(parse_kind(field.partition(":")[0]), value) for field, value in raw.items()]
-        return sorted(rules, key=lambda r: (r.created_at, r.kind, r.value))
+            return parse_rules(cast(dict[str, str],
+                                    self._redis.hgetall(self._keys.rules(user_id))))
 
     def muting(self, user_id: str, paper: Paper) -> Rule | None:
         """The user's oldest mute rule that matches the paper, or None: why a paper is never
@@ -181,6 +180,12 @@ class RuleStore:
     def export_user(self, user_id: str) -> dict[str, Any]:
         """The user's rules (their part of an export)."""
         return {"rules": self.get(user_id)}
+
+
+def parse_rules(raw: dict[str, str]) -> list[Rule]:
+    """The rules of one user's rules hash (``RedisKeys.rules``), oldest first."""
+    rules = [_rule(parse_kind(field.partition(":")[0]), value) for field, value in raw.items()]
+    return sorted(rules, key=lambda r: (r.created_at, r.kind, r.value))
 
 
 def _rule(kind: RuleKind, stored: str) -> Rule:

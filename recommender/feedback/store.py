@@ -19,6 +19,7 @@ import redis
 from recommender.core.config import SERVED_HISTORY_MAX
 from recommender.core.errors import InvalidInput
 from recommender.core.ids import validate_paper_id
+from recommender.feedback.rules import Rule, parse_rules
 from recommender.storage.redis_keys import RedisKeys
 from recommender.storage.redis_options import redis_errors
 
@@ -54,6 +55,24 @@ class Feedback:
 
     def to_dict(self) -> dict[str, object]:
         return {"paper_id": self.paper_id, "signal": self.signal, "at": self.at}
+
+
+@dataclass(frozen=True)
+class ListState:
+    """One user's part of a reading list (``FeedbackStore.for_list``)."""
+
+    signals: list[Feedback]  # oldest first
+    served: list[str]  # paper ids
+    rules: list[Rule]
+
+
+def _feedback(raw: dict[str, str]) -> list[Feedback]:
+    """The signals of one user's feedback hash, oldest first."""
+    items = []
+    for paper_id, value in raw.items():
+        signal, _, at = value.partition(":")
+        items.append(Feedback(paper_id, parse_signal(signal), float(at)))
+    return sorted(items, key=lambda f: (f.at, f.paper_id))
 
 
 def parse_signal(value: object) -> Signal:
@@ -92,12 +111,20 @@ class FeedbackStore:
     def get(self, user_id: str) -> list[Feedback]:
         """The user's signals, oldest first."""
         with redis_errors():
-            raw = cast(dict[str, str], self._redis.hgetall(self._keys.feedback(user_id)))
-        items = []
-        for paper_id, value in raw.items():
-            signal, _, at = value.partition(":")
-            items.append(Feedback(paper_id, parse_signal(signal), float(at)))
-        return sorted(items, key=lambda f: (f.at, f.paper_id))
+            return _feedback(cast(dict[str, str],
+                                  self._redis.hgetall(self._keys.feedback(user_id))))
+
+    def for_list(self, user_id: str) -> ListState:
+        """What a reading list reads of the user, in one round trip (one pipeline; the keys
+        are the user's, so in one cluster slot): their signals, the papers served to them
+        and their follow and mute rules."""
+        with redis_errors():
+            pipe = self._redis.pipeline(transaction=False)
+            pipe.hgetall(self._keys.feedback(user_id))
+            pipe.zrange(self._keys.served(user_id), 0, -1)
+            pipe.hgetall(self._keys.rules(user_id))
+            signals, served, rules = pipe.execute()
+        return ListState(_feedback(signals), served, parse_rules(rules))
 
     def signals(self, user_id: str, paper_ids: list[str]) -> dict[str, Signal]:
         """The user's like or dislike of each of these papers that has one (one HMGET: a page

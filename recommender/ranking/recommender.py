@@ -20,7 +20,7 @@ from recommender.core.papers import EPOCH, Paper
 from recommender.corpus.store import CorpusStore
 from recommender.embedding.cache import EmbeddingCache
 from recommender.embedding.encoders import TextEncoder
-from recommender.feedback.rules import Rule, RuleStore
+from recommender.feedback.rules import Rule
 from recommender.feedback.store import Feedback, FeedbackStore, Signal
 from recommender.index.content_space import centre_query
 from recommender.index.paper_index import PaperIndex
@@ -49,11 +49,9 @@ class ReadingList:
 class Recommender:
     def __init__(self, corpus: CorpusStore, index: LiveIndex,
                  collaborative: LiveVersion[CollaborativeModel], feedback: FeedbackStore,
-                 embedder: TextEncoder, rules: RuleStore | None = None,
-                 embedding_cache: Path | None = None) -> None:
+                 embedder: TextEncoder, embedding_cache: Path | None = None) -> None:
         self._corpus = corpus
         self._embedding_cache = embedding_cache  # vectors of liked papers not indexed yet
-        self._rules = rules
         self._index = index
         self._collaborative = collaborative
         self._feedback = feedback
@@ -125,11 +123,13 @@ class Recommender:
         liked_ids = sorted({all_ids[int(r)] for r in ranked.nearest_like if r >= 0})
         papers = self._corpus.get_many(ids + liked_ids + [pid for pid, _ in put_first])
         calibrated = inputs.calibration
-        first_rows = np.asarray([row for row, _ in plan.followed[first]], dtype=np.int64)
-        first_scores = score(ctx, liked, disliked, rows=first_rows, served=served,
-                             exclude_served=exclude_served, liked_vectors=extra)
-        first_probability = calibrated.probability(
-            first_scores.total / first_scores.scale, likes)
+        first_probability = np.zeros(0)
+        if put_first:  # their probabilities: scored apart, as they were not ranked
+            first_scores = score(ctx, liked, disliked, rows=np.asarray(
+                [row for row, _ in plan.followed[first]], dtype=np.int64), served=served,
+                exclude_served=exclude_served, liked_vectors=extra)
+            first_probability = calibrated.probability(
+                first_scores.total / first_scores.scale, likes)
         # Rules rank above the model: a followed paper scores at least what comes after it.
         top = max([1.0, *(float(s) for s in ranked.scores[:1])])
         items = [followed(pid, papers, rule.kind, rule.value, top, float(p))
@@ -174,16 +174,17 @@ class Recommender:
                 exclude_served: bool) -> _ListInputs:
         """What a user's list is made from now: one read of their feedback, served papers
         and rules, over the index and model served now."""
-        signals = self._feedback.get(user_id)
+        state = self._feedback.for_list(user_id)
+        signals = state.signals
         index = self._index.get()
         model = self._collaborative.get()
         ctx = self._context.get(index, model, self._collaborative.version,
                                 self._feedback.like_counts, now)
-        served = np.asarray([index.row(p) for p in self._feedback.served(user_id)
-                             if index.has(p)], dtype=np.int64)
+        served = np.asarray([index.row(p) for p in state.served if index.has(p)],
+                            dtype=np.int64)
         since_day = None if since is None else float(since.toordinal() - EPOCH)
         liked, disliked = _rows(index, signals, "like"), _rows(index, signals, "dislike")
-        rules = self._rules.get(user_id) if self._rules is not None else []
+        rules = state.rules
         plan = plan_rules(self._corpus, index, rules, now=now, since_day=since_day, never=(
             np.concatenate([liked, disliked] + ([served] if exclude_served else []))))
         calibrated = model.calibration if model is not None else DEFAULT_CALIBRATION
