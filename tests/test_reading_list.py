@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
+import pytest
 
 from recommender.index.content_space import build_content_space
 from recommender.index.paper_index import PaperIndex
@@ -160,7 +163,10 @@ def test_a_withheld_co_liked_paper_surfaces_through_collaborative_filtering() ->
     assert without_cf[0] >= 5  # ties in content alone put B papers first
 
 
-def test_candidates_from_each_liked_paper_match_scoring_every_paper() -> None:
+def test_candidates_from_each_liked_paper_match_scoring_every_paper(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A corpus this small is cheaper to score whole: price scanning up to take the other path.
+    monkeypatch.setattr(reading_list, "SCAN_US_PER_PAPER", 1e6)
     ctx = two_topics(tight_a=0.6, loose_b=0.9, noise=400)
     liked = np.array([0, 1, 20])  # two interests
     everything = rows(rank(ctx, liked, np.array([], int), 10).rows)
@@ -173,9 +179,11 @@ def test_candidates_from_each_liked_paper_match_scoring_every_paper() -> None:
     assert {r < 20 for r in spread} == {True, False}  # both interests are served
 
 
-def test_many_likes_cost_a_bounded_number_of_searches_and_lose_nothing() -> None:
-    """A reader with 36 likes across twelve topics: the large-corpus path makes at most
+def test_many_likes_cost_a_bounded_number_of_searches_and_lose_nothing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader with 36 likes across twelve topics: the candidate path makes at most
     SEARCH_QUERIES searches, yet ranks exactly as scoring every paper does."""
+    monkeypatch.setattr(reading_list, "SCAN_US_PER_PAPER", 1e6)  # take the candidate path
     rng = np.random.default_rng(3)
     axes = np.eye(DIM)
     vectors = np.vstack([cluster(rng, axes[t], 15, 0.5) for t in range(12)]
@@ -189,6 +197,38 @@ def test_many_likes_cost_a_bounded_number_of_searches_and_lose_nothing() -> None
                            ctx.item_ids, search=exact_search(ctx.vectors, searched))
     assert rows(rank(large, liked, np.array([], int), 20).rows) == everything
     assert searched == [reading_list.SEARCH_QUERIES]
+
+
+def test_each_list_takes_the_cheaper_path() -> None:
+    """Scoring every paper costs the same for any reader; the candidate path grows with the
+    likes and the length of the list. The cheaper is taken, whatever the corpus size."""
+    ctx = two_topics(tight_a=0.6, loose_b=0.9, noise=400)
+    searched: list[int] = []
+    approximate = RankingContext(ctx.vectors, ctx.neighbours, ctx.neighbour_sims,
+                                 ctx.like_counts, ctx.item_ids,
+                                 search=exact_search(ctx.vectors, searched))
+
+    def sized(papers: int) -> RankingContext:
+        ctx = copy.copy(approximate)
+        ctx.item_ids = [f"p{i}" for i in range(papers)]  # only the count is priced
+        return ctx
+
+    for papers in (17_000, 100_000, 1_000_000):
+        exact, candidates = reading_list.path_costs(sized(papers), 1, 20, False)
+        assert candidates < exact  # one like: a search beats scoring thousands of papers
+    exact, candidates = reading_list.path_costs(sized(17_000), 100, 20, False)
+    assert exact < candidates  # 100 likes, 17k papers: 8 searches and 2,000 neighbours cost more
+    exact, candidates = reading_list.path_costs(sized(1_000_000), 100, 20, False)
+    assert candidates < exact
+    exact, candidates = reading_list.path_costs(sized(30_000), 100, 300, False)
+    assert exact < candidates  # a long list needs large pools: the scan is cheaper
+    assert reading_list.path_costs(ctx, 1, 20, False)[1] == float("inf")  # no index to search
+
+    # The small corpus here is cheaper to scan: no search at all, and the same list.
+    liked = np.array([0, 1, 20])
+    assert (rows(rank(approximate, liked, np.array([], int), 10).rows)
+            == rows(rank(ctx, liked, np.array([], int), 10).rows))
+    assert searched == []
 
 
 def test_the_most_liked_papers_are_kept_in_order() -> None:

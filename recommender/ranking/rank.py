@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from recommender.index.content_space import normalise
+from recommender.index.content_space import HNSW_EF, normalise
 from recommender.ranking.collaborative import CollaborativeModel
 
 # Blend weights. Each adapts to the evidence: popularity matters most for a user with few
@@ -39,6 +39,14 @@ COLD_START_DIVERSITY = 0.5  # a list for a user without likes spreads across the
 DENSITY_WEIGHT = 0.01  # breaks ties in favour of mainstream papers (dense neighbourhoods)
 SERVED_PENALTY = 0.15  # subtracted from papers already served (unless they are excluded)
 SEARCH_QUERIES = 8  # at most this many index searches per list: one per interest of the user
+# What the two ways to a list cost, in microseconds of one core (benchmarks/path_cost.py;
+# benchmarks/README.md, "The cheapest path"): scoring every paper streams each vector once;
+# the candidate path searches the approximate index (a search visits about efSearch nodes)
+# and scores the rows it gathers. A list takes the cheaper; over an exact index the
+# candidate path would scan every paper per search, so it is never the cheaper one.
+SCAN_US_PER_PAPER = 0.13
+GATHER_US_PER_ROW = 1.25  # a candidate row copied, scored and checked
+SEARCH_US_PER_EF = 0.5  # one search, per unit of efSearch
 POPULAR_POOL = 1_000  # the most liked papers, kept sorted for the candidate pool
 MMR_POOL = 30  # diversity re-ranks at least this many best papers (and 3 x what is asked)
 
@@ -288,16 +296,18 @@ def _candidates(
     ctx: RankingContext, liked: np.ndarray, direction: np.ndarray | None, cf_all: np.ndarray,
     want: int,
 ) -> np.ndarray | None:
-    """The rows worth scoring; None for all of them (an exact index: small corpora).
+    """The rows worth scoring; None for all of them, when that is the cheaper path
+    (``path_costs``: small corpora, or a long list over a mid-sized one).
 
-    Over an approximate index (large corpora): the most popular papers, each liked paper's
-    stored neighbours (no search needed), the index's nearest papers to the user's direction
-    and to each of their interests (their likes, or for many likes SEARCH_QUERIES clusters of
-    them, so a list costs a bounded number of searches), and the collaborative model's best.
+    The candidates: the most popular papers, each liked paper's stored neighbours (no search
+    needed), the approximate index's nearest papers to the user's direction and to each of
+    their interests (their likes, or for many likes SEARCH_QUERIES clusters of them, so a
+    list costs a bounded number of searches), and the collaborative model's best.
     """
-    if ctx.search is None:
+    exact, candidates = path_costs(ctx, len(liked), want, bool(cf_all.any()))
+    if ctx.search is None or exact <= candidates:
         return None
-    per_query = max(100, 4 * want)  # an HNSW search costs about the same up to k=efSearch
+    per_query = _per_query(want)
     pools = [ctx.popular_rows[:per_query]]
     if direction is not None:
         pools.append(np.asarray(ctx.neighbours[liked]).ravel())
@@ -311,6 +321,29 @@ def _candidates(
             pools.append(np.argpartition(-cf_all, per_query)[:per_query])
     found = np.unique(np.concatenate(pools).astype(np.int64))
     return found[found >= 0]
+
+
+def path_costs(ctx: RankingContext, likes: int, want: int,
+               collaborative: bool) -> tuple[float, float]:
+    """Estimated microseconds of the two paths for a list of ``want`` for a user with
+    ``likes`` liked rows: scoring every paper, and the candidate path (infinite without an
+    approximate index). The same sums as ``_candidates`` runs: one search per query, the
+    rows of each pool gathered."""
+    n = len(ctx.item_ids)
+    exact = SCAN_US_PER_PAPER * n
+    if ctx.search is None:
+        return exact, float("inf")
+    per_query = _per_query(want)
+    queries = 0 if not likes else 1 if likes == 1 else 1 + min(likes, SEARCH_QUERIES - 1)
+    pool = per_query * (1 + queries + collaborative) + likes * ctx.neighbours.shape[1]
+    search = SEARCH_US_PER_EF * max(HNSW_EF, per_query) * queries
+    return exact, search + GATHER_US_PER_ROW * min(pool, n)
+
+
+def _per_query(want: int) -> int:
+    """Candidates taken from each pool: an HNSW search costs about the same up to
+    k=efSearch."""
+    return max(100, 4 * want)
 
 
 def _interests(queries: np.ndarray, most: int, rounds: int = 5) -> np.ndarray:
