@@ -171,7 +171,7 @@ def test_sign_in_like_dislike_subscribe_sign_out(
 
     cookie = next(c for c in page.context.cookies() if c["name"] == COOKIE)
     assert cookie["httpOnly"] and cookie["sameSite"] == "Lax"
-    key = f"{ns}:web-session:{session_hash(cookie['value'])}"
+    key = keys.web_session(session_hash(cookie["value"]))
     assert client.exists(key)
     page.get_by_role("button", name="Sign out").click()
     expect(page.get_by_text("You are signed out.")).to_be_visible()
