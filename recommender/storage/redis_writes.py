@@ -9,6 +9,11 @@ it; otherwise ``StoreUnavailable`` (the API answers 503, the client retries). Ev
 idempotent (it sets a value, it does not add to one), so a retry after an unacknowledged
 attempt leaves the same state. On one server or behind Sentinels the script is simply run
 (the append-only file with fsync on every write is what keeps it there).
+
+``WAIT`` counts the writes of its own connection. A script that changes nothing (removing a
+signal that is not there) is acknowledged at once, even if the state it saw came from another
+connection's write that no replica has yet: such a write was itself not acknowledged, or is
+being waited for on its own connection.
 """
 
 from __future__ import annotations
