@@ -254,3 +254,22 @@ def test_no_acknowledged_write_is_lost_when_a_primary_fails(
     with capsys.disabled():
         print(f"\nfailover: {len(acked)} writes acknowledged, {len(refused)} refused; "
               f"writes resumed within {resumed:.1f} s of the kill")
+
+
+def test_a_dead_cluster_answers_unavailable_within_seconds(
+    cluster: Cluster, cluster_settings: Settings, capsys: pytest.CaptureFixture[str],
+) -> None:
+    store = wiring.build(cluster_settings).feedback
+    store.set("ada", "p1", "like", 1.0)
+    for port, process in zip(cluster.ports, cluster.processes, strict=True):
+        if process.poll() is None:
+            cluster.kill(port)
+    for call in (lambda: store.set("ada", "p2", "like", 2.0), lambda: store.get("ada"),
+                 store.like_counts):
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailable):
+            call()
+        took = time.monotonic() - started
+        assert took < 5
+        with capsys.disabled():
+            print(f"\ndead cluster: StoreUnavailable after {took:.2f} s")

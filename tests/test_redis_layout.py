@@ -3,6 +3,8 @@ deployment's keys into it, on a real Redis."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import redis
 from redis.crc import key_slot
@@ -12,6 +14,7 @@ from recommender.digest.subscriptions import SubscriptionStore
 from recommender.feedback.layout import migrate_layout
 from recommender.feedback.store import FeedbackStore
 from recommender.storage.redis_keys import BUCKETS, LAYOUT_VERSION, RedisKeys, bucket_of
+from service.cli import main
 
 USERS = ["ada", "bob", "carol@example.org", "d.e-f_g+h", "u0000017", "x" * 128]
 
@@ -87,3 +90,20 @@ def test_the_move_finishes_when_run_again_and_then_does_nothing(redis_url: str,
     again = migrate_layout(client, keys)
     assert again.already_done and again.keys_moved == 0
     assert FeedbackStore(client, keys).like_counts() == {"p1": 2, "p3": 1}
+
+
+def test_paperrec_migrate_redis_moves_the_keys_once(
+    redis_url: str, namespace: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    _old_deployment(client, namespace)
+    for variable, value in {"PAPERREC_DATA_DIR": str(tmp_path), "REDIS_URL": redis_url,
+                            "PAPERREC_REDIS_NAMESPACE": namespace}.items():
+        monkeypatch.setenv(variable, value)
+
+    assert main(["migrate-redis"]) == 0
+    assert "4 keys moved; 2 users, 2 liked papers counted" in capsys.readouterr().out
+    assert main(["migrate-redis"]) == 0
+    assert capsys.readouterr().out == ""  # already done: nothing to say
+    assert FeedbackStore(client, RedisKeys(namespace)).like_counts() == {"p1": 2, "p3": 1}
