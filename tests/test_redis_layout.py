@@ -107,3 +107,22 @@ def test_paperrec_migrate_redis_moves_the_keys_once(
     assert main(["migrate-redis"]) == 0
     assert capsys.readouterr().out == ""  # already done: nothing to say
     assert FeedbackStore(client, RedisKeys(namespace)).like_counts() == {"p1": 2, "p3": 1}
+
+
+def test_a_key_moved_by_another_process_meanwhile_is_skipped(
+    redis_url: str, namespace: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    _old_deployment(client, namespace)
+    keys = RedisKeys(namespace)
+    other = redis.Redis.from_url(redis_url, decode_responses=True)
+    real_rename = client.rename
+
+    def rename_after_the_other(source: str, target: str) -> object:
+        if source.endswith(":user:ada:feedback"):  # the other process got there first
+            other.rename(source, target)
+        return real_rename(source, target)
+
+    monkeypatch.setattr(client, "rename", rename_after_the_other)
+    assert migrate_layout(client, keys).keys_moved == 3
+    assert FeedbackStore(client, keys).like_counts() == {"p1": 2, "p3": 1}

@@ -8,7 +8,8 @@ like counts from the feedback hashes and then records the version in ``RedisKeys
 
 It is idempotent: run again after a stop half-way, it finishes the job (the renames already
 done are not found again, the sets are merged, the counts rebuilt from scratch), and once the
-version is recorded it reads one key and returns. ``paperrec serve`` runs it before starting
+version is recorded it reads one key and returns. Two processes running it at once (two
+replicas of the api starting) both finish: a key the other moved first is skipped. ``paperrec serve`` runs it before starting
 the workers and ``paperrec migrate-redis`` runs it on its own; run it with no older paperrec
 writing to the namespace (an old process would write keys of the old layout again).
 """
@@ -61,7 +62,10 @@ def _move_user_keys(client: redis.Redis, keys: RedisKeys) -> int:
             continue
         user_id, name = found.groups()
         new = keys.user_keys(user_id)[_OLD_NAMES.index(name)]
-        client.rename(key, new)  # the old key wins over a new one of the same user
+        try:
+            client.rename(key, new)  # the old key wins over a new one of the same user
+        except redis.ResponseError:  # gone meanwhile: another process moved it
+            continue
         if name == "feedback":
             client.sadd(keys.users(bucket_of(user_id)), user_id)
         moved += 1
