@@ -9,9 +9,10 @@ like counts from the feedback hashes and then records the version in ``RedisKeys
 It is idempotent: run again after a stop half-way, it finishes the job (the renames already
 done are not found again, the sets are merged, the counts rebuilt from scratch), and once the
 version is recorded it reads one key and returns. Two processes running it at once (two
-replicas of the api starting) both finish: a key the other moved first is skipped. ``paperrec serve`` runs it before starting
-the workers and ``paperrec migrate-redis`` runs it on its own; run it with no older paperrec
-writing to the namespace (an old process would write keys of the old layout again).
+replicas of the api starting) both finish: a key the other moved first is skipped.
+``paperrec serve`` runs it before starting the workers and ``paperrec migrate-redis`` runs it
+on its own; run it with no older paperrec writing to the namespace (an old process would
+write keys of the old layout again).
 """
 
 from __future__ import annotations
