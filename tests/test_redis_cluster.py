@@ -29,8 +29,9 @@ from recommender import wiring
 from recommender.core.config import Settings
 from recommender.core.errors import InvalidInput, StoreUnavailable
 from recommender.storage.redis_client import connect
-from recommender.storage.redis_keys import RedisKeys
+from recommender.storage.redis_keys import BUCKETS, RedisKeys
 from tests.servers import free_port, redis_server_binary
+from tests.web_steps import post_form, sign_in
 
 SLOTS = 16384
 PRIMARIES = 3
@@ -176,6 +177,31 @@ def test_the_service_serves_from_a_cluster(
     items = client.get("/v1/users/ada/feedback").json["items"]
     assert [(i["paper_id"], i["signal"]) for i in items] == [(paper, "like")]
     assert client.get("/v1/users/ada/recommendations?k=3").status_code == 200
+
+
+def test_sign_in_and_erasure_on_a_cluster(
+    cluster: Cluster, sample_settings: Settings, make_app: Callable[[Settings], Flask],
+    mail_dir: Path,
+) -> None:
+    """Browser sessions live in other slots than the user's keys: signing in on two devices
+    and erasing the account still signs out both and leaves nothing of the user."""
+    settings = sample_settings.replace(redis_url=cluster.url, mail_dir=str(mail_dir))
+    app = make_app(settings)
+    ada, other_device = app.test_client(), app.test_client()
+    sign_in(ada, "ada@example.org", mail_dir)
+    sign_in(other_device, "ada@example.org", mail_dir)
+    assert post_form(ada, "/digest", "/digest", frequency="weekly").status_code == 303
+    assert other_device.get("/list").status_code == 200
+
+    erased = post_form(ada, "/data", "/data/erase", confirm="ada@example.org")
+    assert erased.status_code == 303
+    assert other_device.get("/list").status_code == 302  # signed out everywhere
+    client = connect(settings)
+    keys = RedisKeys(settings.redis_namespace)
+    assert not any(client.exists(key) for key in keys.user_write_keys("ada@example.org")
+                   if ":user:" in key)
+    assert not any(client.sismember(keys.subscribers(b), "ada@example.org")
+                   for b in range(BUCKETS))
 
 
 def test_a_cluster_url_names_its_nodes(tmp_path: Path) -> None:

@@ -15,7 +15,8 @@ from recommender.storage.redis_options import client_options, cluster_options, r
 
 
 def connect(settings: Settings) -> redis.Redis:
-    """A client for the configured Redis. Connections are made lazily, on first use."""
+    """A client for the configured Redis. Connections are made lazily, on first use, except
+    that a Cluster client reads the cluster's map of slots at once."""
     if settings.redis_url.startswith(SENTINEL_SCHEME):
         return _through_sentinels(settings.redis_url)
     if settings.redis_url.startswith(CLUSTER_SCHEME):
