@@ -57,7 +57,7 @@ from tqdm import tqdm
 from recommender.digest.subscriptions import SubscriptionStore
 from recommender.feedback.rules import RuleStore
 from recommender.feedback.store import FeedbackStore
-from recommender.storage.redis_keys import RedisKeys
+from recommender.storage.redis_keys import BUCKETS, RedisKeys
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "redis_memory.json"
@@ -170,8 +170,9 @@ def measure(client: redis.Redis, keys: RedisKeys, users: int, plan: dict[str, np
             baseline: int, caps: list[int]) -> dict[str, Any]:
     names = key_names(keys, users)
     sizes = {kind: np.array(memory_usage(client, names[kind])) for kind in KINDS}
-    globals_ = {name: int(client.memory_usage(getattr(keys, name), samples=0) or 0)
-                for name in ("like_counts", "users", "subscribers")}
+    globals_ = {name: sum(int(client.memory_usage(getattr(keys, name)(bucket), samples=0) or 0)
+                          for bucket in range(BUCKETS))
+                for name in ("like_counts", "users", "subscribers")}  # summed over buckets
     after = used_memory(client)
     served_len = np.array([int(n) for part in chunks(names["served"], 2_000)
                            for n in _pipelined(client, "zcard", part)])
@@ -191,7 +192,8 @@ def measure(client: redis.Redis, keys: RedisKeys, users: int, plan: dict[str, np
         "memory_usage_sum_bytes_per_user": round(keys_total / users, 1),
         "per_kind": per_kind,
         "globals_bytes": globals_,
-        "like_counts_members": int(cast(int, client.zcard(keys.like_counts))),
+        "like_counts_members": sum(int(cast(int, client.zcard(keys.like_counts(bucket))))
+                                   for bucket in range(BUCKETS)),
         "served_entries": {
             "mean": round(float(served_len.mean()), 1), "median": int(np.median(served_len)),
             "p90": int(np.percentile(served_len, 90)), "p99": int(np.percentile(served_len, 99)),

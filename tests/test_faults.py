@@ -40,7 +40,7 @@ from recommender.core.config import Settings
 from recommender.corpus.store import CorpusStore
 from recommender.embedding.cache import EmbeddingCache
 from recommender.storage.embedded_redis import socket_path
-from recommender.storage.redis_keys import RedisKeys
+from recommender.storage.redis_keys import BUCKETS, RedisKeys, bucket_of
 from recommender.storage.versions import VersionedDir
 from service import create_app
 from tests.servers import alive, free_port
@@ -307,8 +307,10 @@ def test_redis_down_gives_503s_with_retry_after_and_recovery_needs_no_restart(
     assert [i["paper_id"] for i in stored] == [first, third]  # the failed write left nothing
     keys = RedisKeys(namespace)
     direct = redis.Redis.from_url(private_redis.url, decode_responses=True)
-    assert direct.zrange(keys.like_counts, 0, -1, withscores=True) == [(first, 1.0), (third, 1.0)]
-    assert direct.smembers(keys.users) == {"ada"}
+    bucket = bucket_of("ada")
+    assert direct.zrange(keys.like_counts(bucket), 0, -1, withscores=True) == [
+        (first, 1.0), (third, 1.0)]
+    assert direct.smembers(keys.users(bucket)) == {"ada"}
     body = client.get("/v1/users/ada/recommendations?k=5").json
     assert body["personalized"] is True and len(body["items"]) == 5
 
@@ -395,12 +397,15 @@ def assert_every_acknowledged_write_is_there(service: Service, acked: list[tuple
     # Nothing half-written: the like counts agree with the users' likes.
     keys = RedisKeys(namespace)
     expected: dict[str, int] = {}
-    for user in client.smembers(keys.users):
-        for paper, value in client.hgetall(keys.feedback(user)).items():
-            if value.startswith("like:"):
-                expected[paper] = expected.get(paper, 0) + 1
-    counts = client.zrange(keys.like_counts, 0, -1, withscores=True)
-    assert {paper: int(score) for paper, score in counts} == expected
+    counted: dict[str, int] = {}
+    for bucket in range(BUCKETS):
+        for user in client.smembers(keys.users(bucket)):
+            for paper, value in client.hgetall(keys.feedback(user)).items():
+                if value.startswith("like:"):
+                    expected[paper] = expected.get(paper, 0) + 1
+        for paper, score in client.zrange(keys.like_counts(bucket), 0, -1, withscores=True):
+            counted[paper] = counted.get(paper, 0) + int(score)
+    assert counted == expected
 
 
 @SERVES

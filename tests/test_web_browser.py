@@ -35,6 +35,7 @@ from playwright.sync_api import Browser, Page, expect, sync_playwright
 from werkzeug.serving import make_server
 
 from recommender.core.config import Settings
+from recommender.storage.redis_keys import RedisKeys
 from service.web.sessions import COOKIE, session_hash
 from tests.servers import Inbox, free_port
 
@@ -149,8 +150,8 @@ def test_sign_in_like_dislike_subscribe_sign_out(
     page.get_by_role("button", name="Subscribe").click()
     expect(page.locator(".flash")).to_contain_text("Subscribed: a weekly digest")
     client = redis.Redis.from_url(site.settings.redis_url, decode_responses=True)
-    ns = site.settings.redis_namespace
-    assert client.hget(f"{ns}:user:ada@example.org:subscription", "frequency") == "weekly"
+    keys = RedisKeys(site.settings.redis_namespace)
+    assert client.hget(keys.subscription("ada@example.org"), "frequency") == "weekly"
 
     # The feed: its private address on the Digest page, followed as a feed reader would
     # (another browser context: no cookie); the entries are the list's papers.
@@ -170,7 +171,7 @@ def test_sign_in_like_dislike_subscribe_sign_out(
 
     cookie = next(c for c in page.context.cookies() if c["name"] == COOKIE)
     assert cookie["httpOnly"] and cookie["sameSite"] == "Lax"
-    key = f"{ns}:web-session:{session_hash(cookie['value'])}"
+    key = keys.web_session(session_hash(cookie["value"]))
     assert client.exists(key)
     page.get_by_role("button", name="Sign out").click()
     expect(page.get_by_text("You are signed out.")).to_be_visible()

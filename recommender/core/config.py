@@ -83,7 +83,7 @@ def parse_api_keys(text: str) -> list[tuple[str, str]]:
 
 
 def check_redis_url(url: str) -> str:
-    schemes = ("redis", "rediss", "unix", "redis+sentinel")
+    schemes = ("redis", "rediss", "unix", "redis+sentinel", "redis+cluster")
     if url and urlsplit(url).scheme not in schemes:
         raise ValueError(f"must be empty (the embedded server) or a URL starting "
                          f"{', '.join(s + '://' for s in schemes)}, but this one starts "
@@ -151,11 +151,19 @@ class Settings(BaseSettings):
         description="where the corpus, embedding cache, index versions and embedded Redis live")
     redis_url: Annotated[str, AfterValidator(check_redis_url)] = Field(
         "", validation_alias="REDIS_URL",
-        description="an external Redis (redis://, rediss://, unix:// or redis+sentinel://); "
+        description="an external Redis (redis://, rediss://, unix://, redis+sentinel:// or "
+                    "redis+cluster://); "
                     "empty: the embedded Redis server in the data dir")
     redis_namespace: str = Field(
         "paperrec", validation_alias="PAPERREC_REDIS_NAMESPACE",
         description="prefix of every Redis key, so deployments can share a server")
+    redis_wait_replicas: int = Field(
+        1, ge=0, validation_alias="PAPERREC_REDIS_WAIT_REPLICAS",
+        description="Redis Cluster only: a user's write is acknowledged once this many "
+                    "replicas have it (WAIT), else 503; 0 acknowledges what the primary has")
+    redis_wait_ms: int = Field(
+        1000, ge=1, validation_alias="PAPERREC_REDIS_WAIT_MS",
+        description="Redis Cluster only: milliseconds a write waits for those replicas")
     served_history_max: int = Field(
         SERVED_HISTORY_MAX, ge=1, validation_alias="PAPERREC_SERVED_HISTORY_MAX",
         description="papers remembered as served per user (the newest; older ones may be "

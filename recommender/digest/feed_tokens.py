@@ -28,6 +28,11 @@ from recommender.core.errors import InvalidInput, InvalidLink, RevokedLink
 from recommender.core.ids import USER_ID_PATTERN
 from recommender.storage.redis_keys import RedisKeys
 from recommender.storage.redis_options import redis_errors
+from recommender.storage.redis_writes import UserWrites
+
+# KEYS: the user's feed hash.  ARGV: nonce, issued_at (a revocation must be acknowledged as
+# every user write is: recommender/storage/redis_writes.py).
+_ISSUE = "redis.call('HSET', KEYS[1], 'nonce', ARGV[1], 'issued_at', ARGV[2])"
 
 SALT = "paperrec.feed-token"  # keys these signatures apart from the digest links'
 ATOM_PATH = "atom.xml"
@@ -52,12 +57,14 @@ class FeedGrant:
 
 class FeedTokens:
     def __init__(self, client: redis.Redis, keys: RedisKeys, secret: bytes,
-                 public_url: str) -> None:
+                 public_url: str, writes: UserWrites | None = None) -> None:
         if len(secret) < 16:
             raise InvalidInput("the link secret must be at least 16 bytes")
         self._redis = client
         self._keys = keys
         self._public_url = public_url.rstrip("/")
+        self._writes = writes or UserWrites(client)
+        self._issue = self._writes.register(_ISSUE)
         self._serializer = URLSafeSerializer(
             secret, salt=SALT,
             signer_kwargs={"key_derivation": "hmac", "digest_method": hashlib.sha256})
@@ -65,9 +72,7 @@ class FeedTokens:
     def issue(self, user_id: str, now: float) -> FeedUrls:
         """A new private URL for the user's feed; every earlier one stops working."""
         nonce, issued_at = secrets.token_urlsafe(12), round(now, 3)
-        with redis_errors():
-            self._redis.hset(self._keys.feed(user_id),
-                             mapping={"nonce": nonce, "issued_at": f"{issued_at:.3f}"})
+        self._writes.run(self._issue, [self._keys.feed(user_id)], [nonce, f"{issued_at:.3f}"])
         return self._urls(user_id, nonce, issued_at)
 
     def current(self, user_id: str) -> FeedUrls | None:

@@ -13,8 +13,9 @@ from typing import Any, Literal, cast
 import redis
 from redis.lock import Lock
 
-from recommender.storage.redis_keys import RedisKeys
+from recommender.storage.redis_keys import BUCKETS, RedisKeys, bucket_of
 from recommender.storage.redis_options import redis_errors
+from recommender.storage.redis_writes import UserWrites
 
 Frequency = Literal["daily", "weekly"]
 MAX_ITEMS_LIMIT = 50
@@ -25,6 +26,18 @@ DEFAULT_MIN_PROBABILITY = 0.1
 # Deliberately plain: one @, a dotted domain, no spaces or control characters (which would
 # let a value break out of an email header).
 EMAIL_PATTERN = re.compile(r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$")
+
+# KEYS: the user's subscription hash, the bucket's subscribers.  ARGV: user, then field,
+# value pairs.
+_SUBSCRIBE = """
+redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+redis.call('SADD', KEYS[2], ARGV[1])
+"""
+# KEYS: as above.  ARGV: user.  1 when there was a subscription.
+_UNSUBSCRIBE = """
+redis.call('SREM', KEYS[2], ARGV[1])
+return redis.call('DEL', KEYS[1])
+"""
 
 
 @dataclass(frozen=True)
@@ -45,21 +58,22 @@ class DigestRecord:
 
 
 class SubscriptionStore:
-    def __init__(self, client: redis.Redis, keys: RedisKeys) -> None:
+    def __init__(self, client: redis.Redis, keys: RedisKeys,
+                 writes: UserWrites | None = None) -> None:
         self._redis = client
         self._keys = keys
+        self._writes = writes or UserWrites(client)
+        self._subscribe = self._writes.register(_SUBSCRIBE)
+        self._unsubscribe = self._writes.register(_UNSUBSCRIBE)
 
     def set(self, user_id: str, email: str, frequency: Frequency, max_items: int,
             now: float, min_probability: float = DEFAULT_MIN_PROBABILITY) -> Subscription:
         existing = self.get(user_id)
         created = existing.created_at if existing else now
-        with redis_errors():
-            pipe = self._redis.pipeline(transaction=True)
-            pipe.hset(self._keys.subscription(user_id), mapping={
-                "email": email, "frequency": frequency, "max_items": max_items,
-                "min_probability": min_probability, "created_at": created})
-            pipe.sadd(self._keys.subscribers, user_id)
-            pipe.execute()
+        fields = {"email": email, "frequency": frequency, "max_items": max_items,
+                  "min_probability": min_probability, "created_at": created}
+        self._writes.run(self._subscribe, self._script_keys(user_id),
+                         [user_id, *[item for pair in fields.items() for item in pair]])
         return Subscription(user_id, email, frequency, max_items, created, min_probability)
 
     def get(self, user_id: str) -> Subscription | None:
@@ -72,16 +86,19 @@ class SubscriptionStore:
                             float(raw.get("min_probability", DEFAULT_MIN_PROBABILITY)))
 
     def delete(self, user_id: str) -> bool:
-        with redis_errors():
-            pipe = self._redis.pipeline(transaction=True)
-            pipe.delete(self._keys.subscription(user_id))
-            pipe.srem(self._keys.subscribers, user_id)
-            removed, _ = pipe.execute()
-        return bool(removed)
+        return bool(self._writes.run(self._unsubscribe, self._script_keys(user_id), [user_id]))
 
     def subscribers(self) -> Iterator[str]:
+        """Every subscriber, sorted (the buckets' sets read in one pipeline)."""
         with redis_errors():
-            yield from sorted(cast(set[str], self._redis.smembers(self._keys.subscribers)))
+            pipe = self._redis.pipeline(transaction=False)
+            for bucket in range(BUCKETS):
+                pipe.smembers(self._keys.subscribers(bucket))
+            buckets = cast(list[set[str]], pipe.execute())
+        yield from sorted(set().union(*buckets))
+
+    def _script_keys(self, user_id: str) -> list[str]:
+        return [self._keys.subscription(user_id), self._keys.subscribers(bucket_of(user_id))]
 
     def digest_sent(self, user_id: str, period: str) -> bool:
         with redis_errors():

@@ -34,6 +34,7 @@ from recommender.core.papers import Paper
 from recommender.corpus.store import CorpusStore
 from recommender.storage.redis_keys import RedisKeys
 from recommender.storage.redis_options import redis_errors
+from recommender.storage.redis_writes import UserWrites
 
 Action = Literal["follow", "mute"]
 RuleKind = Literal["author", "keyword"]
@@ -131,11 +132,13 @@ def first_match(rules: list[Rule], action: Action, paper: Paper) -> Rule | None:
 
 
 class RuleStore:
-    def __init__(self, client: redis.Redis, keys: RedisKeys) -> None:
+    def __init__(self, client: redis.Redis, keys: RedisKeys,
+                 writes: UserWrites | None = None) -> None:
         self._redis = client
         self._keys = keys
-        self._put = client.register_script(_PUT_RULE)
-        self._remove = client.register_script(_REMOVE_RULE)
+        self._writes = writes or UserWrites(client)
+        self._put = self._writes.register(_PUT_RULE)
+        self._remove = self._writes.register(_REMOVE_RULE)
 
     def put(self, user_id: str, action: Action, kind: RuleKind, value: str,
             now: float) -> RuleChange:
@@ -143,10 +146,8 @@ class RuleStore:
         action, kind = parse_action(action), parse_kind(kind)
         shown, key = rule_value(kind, value)
         record = json.dumps({"action": action, "value": shown, "created_at": round(now, 3)})
-        with redis_errors():
-            outcome, stored = cast(list[str], self._put(
-                keys=[self._keys.rules(user_id)],
-                args=[f"{kind}:{key}", record, action, MAX_RULES]))
+        outcome, stored = cast(list[str], self._writes.run(
+            self._put, [self._keys.rules(user_id)], [f"{kind}:{key}", record, action, MAX_RULES]))
         if outcome == "full":
             raise InvalidInput(f"user {user_id!r} already has {MAX_RULES} rules, the most "
                                "allowed: delete one before adding another")
@@ -156,9 +157,8 @@ class RuleStore:
         """Delete the rule; False when the user has no such rule."""
         action, kind = parse_action(action), parse_kind(kind)
         _, key = rule_value(kind, value)
-        with redis_errors():
-            removed = self._remove(keys=[self._keys.rules(user_id)],
-                                   args=[f"{kind}:{key}", action])
+        removed = self._writes.run(self._remove, [self._keys.rules(user_id)],
+                                   [f"{kind}:{key}", action])
         return bool(removed)
 
     def get(self, user_id: str) -> list[Rule]:

@@ -1,11 +1,13 @@
 """FeedbackStore: each user's likes and dislikes, in Redis.
 
 One hash per user maps paper id -> "<signal>:<unix time>". A new signal on the same paper
-replaces the old one; removing deletes it. A per-paper like counter (for popularity) is
-kept in step by a Lua script, so the two never disagree. Redis failures surface as
-``StoreUnavailable``; nothing outside this module knows a Redis key. The served log keeps
-the newest ``served_history_max`` papers (PAPERREC_SERVED_HISTORY_MAX): it is the one
-per-user key that grows with use (benchmarks/README.md, "Redis memory per user").
+replaces the old one; removing deletes it. Per-paper like counts (for popularity) are kept in
+step by a Lua script, so the two never disagree: the script touches the user's hash and the
+like counts and user set of the user's bucket, all in one Cluster slot (RedisKeys), and the
+count of a paper is the sum over the buckets. Redis failures surface as ``StoreUnavailable``;
+nothing outside this module knows a Redis key. The served log keeps the newest
+``served_history_max`` papers (PAPERREC_SERVED_HISTORY_MAX): it is the one per-user key that
+grows with use (benchmarks/README.md, "Redis memory per user").
 """
 
 from __future__ import annotations
@@ -20,12 +22,14 @@ from recommender.core.config import SERVED_HISTORY_MAX
 from recommender.core.errors import InvalidInput
 from recommender.core.ids import validate_paper_id
 from recommender.feedback.rules import Rule, parse_rules
-from recommender.storage.redis_keys import RedisKeys
+from recommender.storage.redis_keys import BUCKETS, RedisKeys, bucket_of
 from recommender.storage.redis_options import redis_errors
+from recommender.storage.redis_writes import UserWrites
 
 Signal = Literal["like", "dislike"]
 
-# KEYS: feedback hash, like counter, users set.  ARGV: user, paper, new value ("" = remove).
+# KEYS: feedback hash, the bucket's like counts and users set.
+# ARGV: user, paper, new value ("" = remove).
 _SET_SIGNAL = """
 local old = redis.call('HGET', KEYS[1], ARGV[2])
 local was_like = old and string.sub(old, 1, 5) == 'like:'
@@ -44,6 +48,23 @@ elseif is_like and not was_like then
   redis.call('ZINCRBY', KEYS[2], 1, ARGV[2])
 end
 if old then return old else return false end
+"""
+
+# KEYS: RedisKeys.user_write_keys (the user's keys, then the bucket's like counts, users and
+# subscribers).  ARGV: user.  Takes the user's likes off the counts and deletes the rest.
+_ERASE_USER = """
+local feedback = redis.call('HGETALL', KEYS[1])
+for i = 1, #feedback, 2 do
+  if string.sub(feedback[i + 1], 1, 5) == 'like:' then
+    if tonumber(redis.call('ZINCRBY', KEYS[8], -1, feedback[i])) <= 0 then
+      redis.call('ZREM', KEYS[8], feedback[i])
+    end
+  end
+end
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
+redis.call('SREM', KEYS[9], ARGV[1])
+redis.call('SREM', KEYS[10], ARGV[1])
+return #feedback / 2
 """
 
 
@@ -85,27 +106,30 @@ def parse_signal(value: object) -> Signal:
 
 class FeedbackStore:
     def __init__(self, client: redis.Redis, keys: RedisKeys,
-                 served_history_max: int = SERVED_HISTORY_MAX) -> None:
+                 served_history_max: int = SERVED_HISTORY_MAX,
+                 writes: UserWrites | None = None) -> None:
         if served_history_max < 1:
             raise InvalidInput(f"served_history_max must be at least 1, got {served_history_max}")
         self._redis = client
         self._keys = keys
         self._served_max = served_history_max
-        self._set_signal = client.register_script(_SET_SIGNAL)
+        self._writes = writes or UserWrites(client)
+        self._set_signal = self._writes.register(_SET_SIGNAL)
+        self._erase = self._writes.register(_ERASE_USER)
 
     def set(self, user_id: str, paper_id: str, signal: Signal, at: float) -> bool:
         """Record a signal; True when it replaced an earlier one on the same paper."""
         validate_paper_id(paper_id)
         value = f"{parse_signal(signal)}:{at:.3f}"
-        with redis_errors():
-            old = self._set_signal(keys=self._script_keys(user_id), args=[user_id, paper_id, value])
+        old = self._writes.run(self._set_signal, self._script_keys(user_id),
+                               [user_id, paper_id, value])
         return old is not None
 
     def remove(self, user_id: str, paper_id: str) -> bool:
         """Forget the signal on a paper; False when there was none."""
         validate_paper_id(paper_id)
-        with redis_errors():
-            old = self._set_signal(keys=self._script_keys(user_id), args=[user_id, paper_id, ""])
+        old = self._writes.run(self._set_signal, self._script_keys(user_id),
+                               [user_id, paper_id, ""])
         return old is not None
 
     def get(self, user_id: str) -> list[Feedback]:
@@ -138,11 +162,18 @@ class FeedbackStore:
                 for pid, value in zip(paper_ids, values, strict=True) if value is not None}
 
     def like_counts(self) -> dict[str, int]:
-        """Every liked paper with its number of likes."""
+        """Every liked paper with its number of likes: the buckets' counts summed, read in
+        one pipeline (one round trip per server; a Cluster pipeline groups them by node)."""
         with redis_errors():
-            rows = cast(list[tuple[str, float]],
-                        self._redis.zrange(self._keys.like_counts, 0, -1, withscores=True))
-        return {paper_id: int(score) for paper_id, score in rows}
+            pipe = self._redis.pipeline(transaction=False)
+            for bucket in range(BUCKETS):
+                pipe.zrange(self._keys.like_counts(bucket), 0, -1, withscores=True)
+            buckets = cast(list[list[tuple[str, float]]], pipe.execute())
+        counts: dict[str, int] = {}
+        for rows in buckets:
+            for paper_id, score in rows:
+                counts[paper_id] = counts.get(paper_id, 0) + int(score)
+        return counts
 
     def likes_by_user(self) -> dict[str, list[str]]:
         """Every user's liked paper ids (the training data of collaborative filtering)."""
@@ -170,8 +201,10 @@ class FeedbackStore:
             return cast(list[str], self._redis.zrange(self._keys.served(user_id), 0, -1))
 
     def users(self) -> Iterator[str]:
+        """Every user who has given feedback, bucket by bucket."""
         with redis_errors():
-            yield from self._redis.sscan_iter(self._keys.users, count=1000)
+            for bucket in range(BUCKETS):
+                yield from self._redis.sscan_iter(self._keys.users(bucket), count=1000)
 
     def served_with_times(self, user_id: str) -> list[tuple[str, float]]:
         with redis_errors():
@@ -180,20 +213,16 @@ class FeedbackStore:
 
     def erase_user(self, user_id: str) -> None:
         """Every key about the user, their share of the like counts and their browser
-        sessions (signed out everywhere), in one transaction."""
-        liked = [f.paper_id for f in self.get(user_id) if f.signal == "like"]
+        sessions (signed out everywhere). The sessions (keys of their own, in other slots)
+        go first, one by one, then the rest in one script: if this stops half-way the user
+        is signed out and their data is still whole, and erasing again finishes it."""
         with redis_errors():
             sessions = cast(set[str], self._redis.smembers(self._keys.web_sessions(user_id)))
-            pipe = self._redis.pipeline(transaction=True)
-            if sessions:
-                pipe.delete(*[self._keys.web_session(h) for h in sorted(sessions)])
-            for paper_id in liked:
-                pipe.zincrby(self._keys.like_counts, -1, paper_id)
-            pipe.zremrangebyscore(self._keys.like_counts, "-inf", 0)
-            pipe.delete(*self._keys.user_keys(user_id))
-            pipe.srem(self._keys.users, user_id)
-            pipe.srem(self._keys.subscribers, user_id)
-            pipe.execute()
+            for session in sorted(sessions):
+                self._redis.delete(self._keys.web_session(session))
+        self._writes.run(self._erase, self._keys.user_write_keys(user_id), [user_id])
 
     def _script_keys(self, user_id: str) -> list[str]:
-        return [self._keys.feedback(user_id), self._keys.like_counts, self._keys.users]
+        bucket = bucket_of(user_id)
+        return [self._keys.feedback(user_id), self._keys.like_counts(bucket),
+                self._keys.users(bucket)]

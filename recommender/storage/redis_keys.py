@@ -2,64 +2,105 @@
 
 All keys live under a namespace (``PAPERREC_REDIS_NAMESPACE``, default ``paperrec``) so one
 Redis server can hold several deployments, and tests can use a namespace of their own.
+
+The layout is the same on one server, behind Sentinels and on a Redis Cluster. Users are put
+into ``BUCKETS`` buckets by a stable hash of their id, and the bucket is the key's hash tag
+(``paperrec:{b17}:user:ada:feedback``): every key about one user and the bucket's share of
+the global sets and counts (``paperrec:{b17}:like_counts``, ``:users``, ``:subscribers``) hash
+to one Cluster slot, so a user's write is one Lua script on one node, atomic. The global like
+count of a paper is the sum over the buckets. Keys that are not about one user's data (browser
+sessions by their hash, rate-limit counters, used sign-in links, the digest lock) carry no
+tag and are only ever written one key per command.
+
+``BUCKETS`` is part of the stored layout (``LAYOUT_VERSION``): changing it means moving every
+user's keys (recommender/feedback/layout.py). 64 buckets spread users over up to 64 Cluster
+slots (about 21 per primary of three); each bucket's like counts hold the papers liked by its
+users, so summing them reads at most 64 times the liked papers.
 """
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 
+from recommender.core.errors import InvalidInput
 from recommender.core.ids import validate_user_id
+
+BUCKETS = 64
+LAYOUT_VERSION = "2"  # 1: unbraced keys with global sets (before Redis Cluster support)
+
+
+def bucket_of(user_id: str) -> int:
+    """The user's bucket: CRC-32 of the id, so every process and version agrees."""
+    return zlib.crc32(validate_user_id(user_id).encode()) % BUCKETS
 
 
 @dataclass(frozen=True)
 class RedisKeys:
     namespace: str = "paperrec"
 
+    def __post_init__(self) -> None:
+        if "{" in self.namespace or "}" in self.namespace:
+            raise InvalidInput(f"the Redis namespace {self.namespace!r} must not contain braces "
+                               f"(they would become the Cluster hash tag of every key)")
+
+    def _user(self, user_id: str, name: str) -> str:
+        return f"{self.namespace}:{{b{bucket_of(user_id)}}}:user:{user_id}:{name}"
+
     def feedback(self, user_id: str) -> str:
         """Hash: paper id -> "<signal>:<unix time>" (like or dislike), one field per paper."""
-        return f"{self.namespace}:user:{validate_user_id(user_id)}:feedback"
+        return self._user(user_id, "feedback")
 
     def served(self, user_id: str) -> str:
         """Sorted set: paper id -> unix time it was last served to the user (API or digest)."""
-        return f"{self.namespace}:user:{validate_user_id(user_id)}:served"
+        return self._user(user_id, "served")
 
     def subscription(self, user_id: str) -> str:
         """Hash: email, frequency, max_items, created_at of the user's digest subscription."""
-        return f"{self.namespace}:user:{validate_user_id(user_id)}:subscription"
+        return self._user(user_id, "subscription")
 
     def digests(self, user_id: str) -> str:
         """Hash: digest period (e.g. 2026-11-30 or 2026-W49) -> "<unix time> <message id>"."""
-        return f"{self.namespace}:user:{validate_user_id(user_id)}:digests"
+        return self._user(user_id, "digests")
 
     def rules(self, user_id: str) -> str:
         """Hash: "<kind>:<normalised value>" -> JSON {action, value, created_at}: the reader's
         follow and mute rules, one per author or keyword (recommender.feedback.rules)."""
-        return f"{self.namespace}:user:{validate_user_id(user_id)}:rules"
+        return self._user(user_id, "rules")
 
     def feed(self, user_id: str) -> str:
         """Hash: nonce, issued_at of the user's current feed URL (recommender.digest.feed_tokens);
         a new nonce revokes every URL signed with the old one."""
-        return f"{self.namespace}:user:{validate_user_id(user_id)}:feed"
+        return self._user(user_id, "feed")
+
+    def web_sessions(self, user_id: str) -> str:
+        """Set: the session hashes of one signed-in user (ended when the account is erased)."""
+        return self._user(user_id, "web-sessions")
+
+    def _bucket(self, bucket: int, name: str) -> str:
+        return f"{self.namespace}:{{b{bucket}}}:{name}"
+
+    def subscribers(self, bucket: int) -> str:
+        """Set: the user ids of the bucket with a subscription."""
+        return self._bucket(bucket, "subscribers")
+
+    def users(self, bucket: int) -> str:
+        """Set: the user ids of the bucket that have given feedback."""
+        return self._bucket(bucket, "users")
+
+    def like_counts(self, bucket: int) -> str:
+        """Sorted set: paper id -> number of the bucket's users who currently like it."""
+        return self._bucket(bucket, "like_counts")
 
     @property
-    def subscribers(self) -> str:
-        """Set: every user id with a subscription."""
-        return f"{self.namespace}:subscribers"
+    def layout(self) -> str:
+        """String: the ``LAYOUT_VERSION`` the keys of this namespace are in."""
+        return f"{self.namespace}:layout"
 
     @property
     def digest_lock(self) -> str:
         """String with expiry: held by the one digest job running."""
         return f"{self.namespace}:digest-lock"
-
-    @property
-    def users(self) -> str:
-        """Set: every user id that has given feedback."""
-        return f"{self.namespace}:users"
-
-    @property
-    def like_counts(self) -> str:
-        """Sorted set: paper id -> number of users who currently like it."""
-        return f"{self.namespace}:like_counts"
 
     def rate(self, identity: str, window: int) -> str:
         """Counter with expiry: requests of one API key (or sign-in emails of one address or
@@ -71,10 +112,6 @@ class RedisKeys:
         the SHA-256 of the session id in the cookie, never by the id itself."""
         return f"{self.namespace}:web-session:{session_hash}"
 
-    def web_sessions(self, user_id: str) -> str:
-        """Set: the session hashes of one signed-in user (ended when the account is erased)."""
-        return f"{self.namespace}:user:{validate_user_id(user_id)}:web-sessions"
-
     def sign_in_used(self, token_hash: str) -> str:
         """String with expiry: a sign-in link that was used (single use), by its SHA-256."""
         return f"{self.namespace}:sign-in-used:{token_hash}"
@@ -84,6 +121,12 @@ class RedisKeys:
         return [self.feedback(user_id), self.served(user_id), self.subscription(user_id),
                 self.digests(user_id), self.rules(user_id), self.feed(user_id),
                 self.web_sessions(user_id)]
+
+    def user_write_keys(self, user_id: str) -> list[str]:
+        """The user's keys and their bucket's sets and counts: all in one Cluster slot."""
+        bucket = bucket_of(user_id)
+        return [*self.user_keys(user_id), self.like_counts(bucket), self.users(bucket),
+                self.subscribers(bucket)]
 
     def pattern(self) -> str:
         """Glob matching every key of this namespace (for erasing a test namespace)."""

@@ -6,6 +6,12 @@ seconds instead of holding it (redis-py's default for a client it builds itself 
 retries with backoff), and no command is ever sent twice (a transaction whose reply was lost
 would apply twice). When Redis is back, the next request reconnects, with no restart: the
 pool replaces a connection that Redis closed before handing it out.
+
+A Redis Cluster client is the exception: after a node fails it must read the map of slots
+again and send the command to the new primary, so it retries ``CLUSTER_RETRIES`` times, at
+once, each time after asking the cluster where the slot lives now (redis-py's cluster retry).
+Our writes are idempotent scripts (recommender/storage/redis_writes.py), so a command sent
+twice leaves the same state; a dead cluster still answers 503 within seconds.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from typing import Any
 
 import redis
 from redis.backoff import NoBackoff
+from redis.exceptions import RedisClusterException
 from redis.retry import Retry
 
 from recommender.core.errors import StoreUnavailable
@@ -23,6 +30,7 @@ from recommender.core.errors import StoreUnavailable
 SOCKET_TIMEOUT = 3.0  # seconds to wait for a reply
 CONNECT_TIMEOUT = 1.0  # seconds to wait for a connection
 HEALTH_CHECK_SECONDS = 30  # an idle pooled connection is pinged before use
+CLUSTER_RETRIES = 2
 
 
 def client_options() -> dict[str, Any]:
@@ -36,6 +44,17 @@ def client_options() -> dict[str, Any]:
     }
 
 
+def cluster_options() -> dict[str, Any]:
+    """The same for a ``RedisCluster``: its retry is of the whole command, after the slots
+    were read again (its nodes' own connections never retry)."""
+    return {**client_options(), "retry": Retry(NoBackoff(), CLUSTER_RETRIES)}
+
+
+# What a Redis client raises when Redis cannot serve a command (a Cluster client also raises
+# RedisClusterException, which is not a RedisError, e.g. when no node answers).
+REDIS_FAILURES = (redis.RedisError, RedisClusterException)
+
+
 @contextmanager
 def redis_errors() -> Iterator[None]:
     try:
@@ -44,5 +63,5 @@ def redis_errors() -> Iterator[None]:
         raise StoreUnavailable(
             f"the feedback store (Redis) is unreachable: {exc}; retry shortly"
         ) from exc
-    except redis.RedisError as exc:
+    except REDIS_FAILURES as exc:
         raise StoreUnavailable(f"the feedback store (Redis) failed: {exc}") from exc

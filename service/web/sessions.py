@@ -7,6 +7,12 @@ needs one (a form's CSRF token). ``regenerate`` gives a new id at sign-in (the i
 before signing in is worth nothing afterwards); ``end`` deletes the session in Redis and the
 cookie. If Redis cannot be reached the session is empty and marked ``unavailable``: the web
 pages answer 503, the API does not use sessions.
+
+A session's key and the user's set of session hashes (``RedisKeys.web_sessions``, read when the
+account is erased) are in different Cluster slots, so they are written by separate commands in
+an order that is safe if it stops half-way: the hash joins the user's set before the session
+exists, and the session is deleted before its hash leaves the set. Either way a stop leaves at
+most a hash in the set whose session is gone, never a session that erasure could not find.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from flask.sessions import SessionInterface, SessionMixin
 from werkzeug.datastructures import CallbackDict
 
 from recommender.storage.redis_keys import RedisKeys
+from recommender.storage.redis_options import REDIS_FAILURES
 
 log = logging.getLogger(__name__)
 COOKIE = "paperrec_session"
@@ -74,7 +81,7 @@ class RedisSessionInterface(SessionInterface):
         try:
             raw = cast(str | None, self._redis.get(self._keys.web_session(
                 session_hash(session_id))))
-        except redis.RedisError as exc:
+        except REDIS_FAILURES as exc:
             log.warning("session not read, Redis unavailable: %s", exc)
             return WebSession(unavailable=True)
         if raw is None:
@@ -87,7 +94,7 @@ class RedisSessionInterface(SessionInterface):
             return
         try:
             self._save(session, response)
-        except redis.RedisError as exc:
+        except REDIS_FAILURES as exc:
             log.warning("session not saved, Redis unavailable: %s", exc)
 
     def _save(self, session: WebSession, response: Response) -> None:
@@ -104,20 +111,18 @@ class RedisSessionInterface(SessionInterface):
             session.session_id = secrets.token_urlsafe(32)
         seconds = SIGNED_IN_SECONDS if user else VISITOR_SECONDS
         hashed = session_hash(session.session_id)
-        pipe = self._redis.pipeline(transaction=True)
-        pipe.set(self._keys.web_session(hashed), json.dumps(dict(session)), ex=seconds)
-        if isinstance(user, str):
+        if isinstance(user, str):  # first the user's set, then the session (module docstring)
+            pipe = self._redis.pipeline(transaction=False)  # one key: one slot
             pipe.sadd(self._keys.web_sessions(user), hashed)
             pipe.expire(self._keys.web_sessions(user), SIGNED_IN_SECONDS)
-        pipe.execute()
+            pipe.execute()
+        self._redis.set(self._keys.web_session(hashed), json.dumps(dict(session)), ex=seconds)
         response.set_cookie(COOKIE, session.session_id, max_age=seconds, path="/",
                             secure=self._secure, httponly=True, samesite="Lax")
         response.vary.add("Cookie")
 
     def _forget(self, session_id: str, user: object) -> None:
         hashed = session_hash(session_id)
-        pipe = self._redis.pipeline(transaction=True)
-        pipe.delete(self._keys.web_session(hashed))
+        self._redis.delete(self._keys.web_session(hashed))  # first the session, then the set
         if isinstance(user, str):
-            pipe.srem(self._keys.web_sessions(user), hashed)
-        pipe.execute()
+            self._redis.srem(self._keys.web_sessions(user), hashed)
