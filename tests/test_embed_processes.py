@@ -21,9 +21,10 @@ from recommender.core.config import DEFAULT_MODEL
 from recommender.core.errors import EmbeddingFailed
 from recommender.core.papers import Paper
 from recommender.corpus.formats import read_papers
+from recommender.embedding import processes
 from recommender.embedding.cache import EmbeddingCache, embed_into_cache
 from recommender.embedding.encoders import Embedder
-from recommender.embedding.processes import MIN_TEXTS, EmbeddingProcesses
+from recommender.embedding.processes import EmbeddingProcesses
 
 pytestmark = pytest.mark.model
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,15 +38,18 @@ def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
 
 @pytest.fixture(scope="module")
 def texts() -> dict[str, str]:
-    """Texts of every length, titles to whole abstracts, enough for the worker processes:
-    the sample abstracts, and each one's first sentence and first few words."""
+    """Texts of every length, titles to whole abstracts: the sample abstracts, and each
+    one's first sentence and first few words."""
     sample = [p.text for path in jobs.sample_files() for p in read_papers(path)
               if isinstance(p, Paper)]
     texts = sample + [t.split(". ")[0] for t in sample] + [" ".join(t.split()[:6]) for t in sample]
-    texts = list(dict.fromkeys(texts))
-    assert len(texts) >= MIN_TEXTS - 30
-    texts += [f"{t} (version {n})" for n, t in enumerate(texts[:30])]
-    return {f"hash-{n}": text for n, text in enumerate(texts)}
+    return {f"hash-{n}": text for n, text in enumerate(dict.fromkeys(texts))}
+
+
+@pytest.fixture(autouse=True)
+def few_texts_are_enough(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The workers start for these texts, fewer than a rebuild would start them for."""
+    monkeypatch.setattr(processes, "MIN_CHARACTERS", 1)
 
 
 def _workers(pool: EmbeddingProcesses) -> list[int]:
@@ -55,6 +59,7 @@ def _workers(pool: EmbeddingProcesses) -> list[int]:
 def test_the_processes_give_the_in_process_vectors_in_order(
     embedder: Embedder, texts: dict[str, str], tmp_path: Path
 ) -> None:
+    assert len(texts) > 100
     here, there = EmbeddingCache(tmp_path / "here.sqlite"), EmbeddingCache(tmp_path / "p.sqlite")
     embed_into_cache(embedder, here, texts, progress=False, chunk=50, processes=1)
     embed_into_cache(embedder, there, texts, progress=False, chunk=50, processes=2)
@@ -69,6 +74,17 @@ def test_the_processes_give_the_in_process_vectors_in_order(
         for chunk, vectors in zip(chunks, pool.encode_chunks(chunks), strict=True):
             np.testing.assert_allclose(vectors, embedder.encode(chunk), atol=1e-5)
         assert len(_workers(pool)) == 2
+
+
+def test_a_few_texts_are_embedded_in_process(
+    embedder: Embedder, texts: dict[str, str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(processes, "MIN_CHARACTERS", sum(map(len, texts.values())) + 1)
+    monkeypatch.setattr(EmbeddingProcesses, "__init__", None)  # starting one would fail
+    cache = EmbeddingCache(tmp_path / "embeddings.sqlite")
+    embed_into_cache(embedder, cache, texts, progress=False, processes=2)
+    assert len(cache.get(embedder.variant, list(texts))) == len(texts)
 
 
 def test_a_worker_that_dies_stops_the_embedding_with_what_to_do(

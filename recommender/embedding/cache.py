@@ -108,7 +108,7 @@ def embed_into_cache(
     order = sorted(texts_by_hash, key=lambda h: len(texts_by_hash[h]))
     parts = [order[start : start + chunk] for start in range(0, len(order), chunk)]
     with (tqdm(total=len(order), desc="embedding", unit="paper", disable=not progress) as bar,
-          chunk_encoder(embedder, processes, len(order)) as encode):
+          chunk_encoder(embedder, processes, sum(map(len, texts_by_hash.values()))) as encode):
         for part, vectors in zip(
                 parts, encode([texts_by_hash[h] for h in part] for part in parts), strict=True):
             cache.put(embedder.variant, part, vectors)

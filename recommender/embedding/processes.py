@@ -32,9 +32,11 @@ import numpy as np
 from recommender.core.errors import EmbeddingFailed
 from recommender.embedding.encoders import Embedder, Feeds, OnnxEncoder, OnnxSession, TextEncoder
 
-# Fewer texts than this are embedded in this process: starting the workers (about a second)
-# would cost more than they save.
-MIN_TEXTS = 128
+# Texts of fewer characters than this in all are embedded in this process: about 4 s of
+# work for one process (some 40k characters a second a core, abstracts or titles), where
+# starting the workers (1 to 3 s on a busy machine: an interpreter, ONNX Runtime and the
+# model each) would cost about as much as they save.
+MIN_CHARACTERS = 200_000
 
 _session: OnnxSession | None = None  # in a worker: its one single-threaded session
 
@@ -42,11 +44,13 @@ EncodeChunks = Callable[[Iterable[list[str]]], Iterator[np.ndarray]]
 
 
 @contextmanager
-def chunk_encoder(embedder: TextEncoder, processes: int, texts: int) -> Iterator[EncodeChunks]:
-    """How to embed ``texts`` texts chunk by chunk: in ``processes`` worker processes when
-    there are more than one, the embedder is an ONNX one and the texts are enough to pay
-    for starting them; else in this process (the same vectors either way)."""
-    if (processes > 1 and texts >= MIN_TEXTS and isinstance(embedder, Embedder)
+def chunk_encoder(embedder: TextEncoder, processes: int,
+                  characters: int) -> Iterator[EncodeChunks]:
+    """How to embed texts of ``characters`` characters in all, chunk by chunk: in
+    ``processes`` worker processes when there are more than one, the embedder is an ONNX one
+    and the texts are enough to pay for starting them; else in this process (the same
+    vectors either way)."""
+    if (processes > 1 and characters >= MIN_CHARACTERS and isinstance(embedder, Embedder)
             and embedder.backend != "torch"):
         with EmbeddingProcesses(embedder, processes) as pool:
             yield pool.encode_chunks
