@@ -1,5 +1,5 @@
 """Embedding benchmark (issues 6 and 14): papers per second of plain sentence-transformers
-``encode``, of each embedding backend and of rebuild-index's default path, side by side on real
+``encode``, of each embedding backend and of rebuild-index in worker processes, side by side on real
 abstracts, with the mean cosine of each one's vectors to sentence-transformers' and, with
 --recall, the citeulike-a P10 Recall@300 of the content method on each backend's vectors.
 
@@ -8,8 +8,8 @@ defaults (what speedups are against); the backends (``recommender/embedding/``,
 ``PAPERREC_EMBED_BACKEND``) are ``Embedder.encode`` in this process: ``torch``
 (sentence-transformers with paperrec's batch size), ``onnx`` (the same model exported to ONNX,
 run by ONNX Runtime) and ``onnx-int8`` (that export with int8 weights); ``rebuild-index (N
-processes)`` is the product's default path, ``embed_into_cache`` into a fresh cache with one
-worker process per core (``PAPERREC_EMBED_PROCESSES``), starting the workers included. All use
+processes)`` is rebuild-index's embedding with ``PAPERREC_EMBED_PROCESSES=N`` (one per core
+unless --processes), ``embed_into_cache`` into a fresh cache, starting the workers included. All use
 the same model (the bundled all-MiniLM-L6-v2 unless --model).
 
 Corpora: the 38 sample abstracts (``recommender/corpus/sample_data``), a fixed sample of
@@ -78,7 +78,7 @@ RESULTS = ROOT / "benchmarks" / "results" / "embedding.json"
 CITEULIKE = Path("/work/shared/data/citeulike-a")
 REFERENCE = "torch"  # the backend --recall compares the others to
 PLAIN = "sentence-transformers"  # model.encode(texts), its defaults: what speedups are against
-DEFAULT = "rebuild-index"  # the product's default path: embed_into_cache, one process per core
+DEFAULT = "rebuild-index"  # embed_into_cache in worker processes (PAPERREC_EMBED_PROCESSES)
 
 Encode = Callable[[list[str]], np.ndarray]
 
@@ -119,9 +119,9 @@ def load_embedders(model: str, backends: list[str], batch_size: int,
 def contestants(model: str, embedders: dict[str, Embedder], processes: int,
                 scratch: Path) -> dict[str, Encode]:
     """What is timed: plain sentence-transformers ``encode`` (its defaults), each backend's
-    ``Embedder.encode`` in this process, and rebuild-index's embedding as the product runs
-    it by default (``embed_into_cache`` into a fresh cache with ``processes`` worker
-    processes, starting them included; texts under ``MIN_CHARACTERS`` in all: in process)."""
+    ``Embedder.encode`` in this process, and rebuild-index's embedding with ``processes``
+    worker processes (``embed_into_cache`` into a fresh cache, starting them included; texts
+    under ``MIN_CHARACTERS`` in all: in process)."""
     plain = load_model(model)
     default = embedders.get("onnx-int8") or Embedder(model, backend="onnx-int8")
 
@@ -297,9 +297,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="also a sample of this many of all citeulike-a papers (mostly "
                              "titles alone, 11%% with an abstract, as the corpus); 0: none "
                              "(default: 2000)")
-    parser.add_argument("--processes", type=int, default=Settings.from_env().embed_process_count,
-                        help="worker processes of the rebuild-index path (default: "
-                             "PAPERREC_EMBED_PROCESSES, one per core: %(default)s)")
+    parser.add_argument("--processes", type=int, default=len(os.sched_getaffinity(0)),
+                        help="PAPERREC_EMBED_PROCESSES of the rebuild-index path (default: one "
+                             "per core, %(default)s)")
     parser.add_argument("--no-cold-start", action="store_true",
                         help="skip the start-up time and memory of each backend")
     parser.add_argument("--batch-size", type=int, default=64, help="default: 64")

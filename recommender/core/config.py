@@ -171,10 +171,12 @@ class Settings(BaseSettings):
     embed_backend: Annotated[str, _checked_by(check_embed_backend)] = Field(
         DEFAULT_EMBED_BACKEND, validation_alias="PAPERREC_EMBED_BACKEND",
         description=f"how the model runs: {', '.join(EMBED_BACKENDS)}")
+    # 1: on 2 shared cores the processes were slower than one session's two threads
+    # (benchmarks/README.md, "Embedding"); more, idle cores may gain from them.
     embed_processes: int = Field(
-        0, ge=0, validation_alias="PAPERREC_EMBED_PROCESSES",
+        1, ge=0, validation_alias="PAPERREC_EMBED_PROCESSES",
         description="worker processes rebuild-index embeds in, each running the ONNX model on "
-                    "one core: 0 for one per core, 1 to embed in this process")
+                    "one core: 1 to embed in this process, 0 for one per core")
     embed_cluster: Annotated[str, AfterValidator(check_cluster_address)] = Field(
         "", validation_alias="PAPERREC_EMBED_CLUSTER",
         description="a Dask scheduler (tcp://host:8786) that rebuild-index hands the embedding "

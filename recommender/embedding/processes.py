@@ -1,11 +1,12 @@
-"""Embedding in worker processes, one per core (``PAPERREC_EMBED_PROCESSES``).
+"""Embedding in worker processes, one per core (``PAPERREC_EMBED_PROCESSES``, default 1: off).
 
-Why processes and not one session's threads: an ONNX Runtime session splits each batch's
-MatMuls across its intra-op threads, and the batches of long abstracts are small (at most
-``TOKENS_PER_BATCH`` tokens), so every batch waits for its slowest thread: on two busy cores
-one session with two threads embedded fewer abstracts a second than with one (28.6 against
-34.8). One single-threaded session per core, each on whole batches of its own, keeps every
-core busy without waiting (benchmarks/README.md, "Embedding").
+Why processes: an ONNX Runtime session splits each batch's MatMuls across its intra-op
+threads, and the batches of long abstracts are small (at most ``TOKENS_PER_BATCH`` tokens), so
+every batch waits for its slowest thread; a single-threaded session per core, on whole batches
+of its own, never waits. Measured on 2 shared cores (benchmarks/README.md, "Embedding") they
+did not pay: the process's own two-thread session was faster (56 against 43 abstracts a
+second, starting the workers included), hence off by default; machines with more, idle cores
+may gain from them.
 
 This process tokenizes and cuts the batches exactly as ``Embedder.encode`` does; the workers
 only run the ONNX session on them. So the vectors are those of the in-process path: int8
