@@ -1,22 +1,31 @@
-"""Embedding benchmark (issue 6): papers per second of each embedding backend on real abstracts,
-side by side, with the mean cosine of its vectors to the default sentence-transformers path and,
-with --recall, the citeulike-a P10 Recall@300 of the content method on its vectors.
+"""Embedding benchmark (issues 6 and 14): papers per second of plain sentence-transformers
+``encode``, of each embedding backend and of rebuild-index in worker processes, side by side on real
+abstracts, with the mean cosine of each one's vectors to sentence-transformers' and, with
+--recall, the citeulike-a P10 Recall@300 of the content method on each backend's vectors.
 
-Backends (``recommender/embedding/``, ``PAPERREC_EMBED_BACKEND``): ``torch`` is
-sentence-transformers' own ``encode`` (the reference), ``onnx`` the same model exported to ONNX
-and run by ONNX Runtime, ``onnx-int8`` that export with int8 weights. All use the same model
-(the bundled all-MiniLM-L6-v2 unless --model), batch size and length-sorted batching.
+Contestants: ``sentence-transformers`` is ``SentenceTransformer.encode(texts)`` with its
+defaults (what speedups are against); the backends (``recommender/embedding/``,
+``PAPERREC_EMBED_BACKEND``) are ``Embedder.encode`` in this process: ``torch``
+(sentence-transformers with paperrec's batch size), ``onnx`` (the same model exported to ONNX,
+run by ONNX Runtime) and ``onnx-int8`` (that export with int8 weights); ``rebuild-index (N
+processes)`` is rebuild-index's embedding with ``PAPERREC_EMBED_PROCESSES=N`` (one per core
+unless --processes), ``embed_into_cache`` into a fresh cache, starting the workers included. All use
+the same model (the bundled all-MiniLM-L6-v2 unless --model).
 
-Corpora: the 38 sample abstracts (``recommender/corpus/sample_data``) and a fixed sample of
+Corpora: the 38 sample abstracts (``recommender/corpus/sample_data``), a fixed sample of
 citeulike-a papers that have an abstract (title + abstract, as embedded by the service; 1,929
-have one, --limit caps it). Every repeat embeds the whole corpus once with each backend, in a
-rotating order, so that a noisy, shared machine slows all of them alike; the figures are the
-median over repeats, and ``speedup`` is the median of the per-repeat ratios to torch.
+have one, --limit caps it: arXiv-length abstracts) and, with --mixed, a fixed sample of all
+citeulike-a papers (mostly titles alone, as the corpus). Every repeat embeds each corpus once
+with each contestant, in a rotating order, so that a noisy, shared machine slows all of them
+alike; the figures are the median over repeats, and ``speedup`` is the median of the
+per-repeat ratios to plain sentence-transformers.
 
 --recall embeds all 16,980 citeulike-a papers with each backend through the embedding cache in
 --data-dir (a second run embeds nothing) and evaluates the ``content`` method (and any other
 --methods that use the vectors) on the P10 split, as ``paperrec evaluate`` does.
 
+    .venv/bin/python benchmarks/embedding.py --backends onnx-int8 --limit 400 --mixed 2000 \
+        --repeats 3     # about 10 min on 2 busy cores
     .venv/bin/python benchmarks/embedding.py --limit 1000 --repeats 3 --recall
         # about 35 min on 2 busy cores: 20 min side by side, 16 min to embed 3 x 16,980 papers
     .venv/bin/python benchmarks/embedding.py --limit 200 --repeats 3 --backends torch,onnx-int8
@@ -39,6 +48,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,20 +61,26 @@ from recommender import jobs  # noqa: E402
 from recommender.core.config import DEFAULT_MODEL, Settings  # noqa: E402
 from recommender.core.papers import Paper  # noqa: E402
 from recommender.corpus.formats import read_papers  # noqa: E402
-from recommender.embedding.cache import cached_vectors  # noqa: E402
+from recommender.embedding.cache import EmbeddingCache, cached_vectors, embed_into_cache  # noqa: E402
 from recommender.embedding.encoders import (  # noqa: E402
     BACKENDS,
     Embedder,
     check_backend,
     shared_embedder,  # noqa: E402
 )
+from recommender.embedding.models import load_model  # noqa: E402
+from recommender.embedding.processes import MIN_CHARACTERS  # noqa: E402
 from recommender.evaluation.dataset import Dataset, load_dataset  # noqa: E402
 from recommender.evaluation.methods import make_method  # noqa: E402
 from recommender.evaluation.metrics import METRICS, top_rows, user_metrics  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "embedding.json"
 CITEULIKE = Path("/work/shared/data/citeulike-a")
-REFERENCE = "torch"
+REFERENCE = "torch"  # the backend --recall compares the others to
+PLAIN = "sentence-transformers"  # model.encode(texts), its defaults: what speedups are against
+DEFAULT = "rebuild-index"  # embed_into_cache in worker processes (PAPERREC_EMBED_PROCESSES)
+
+Encode = Callable[[list[str]], np.ndarray]
 
 
 def log(message: str) -> None:
@@ -76,9 +92,11 @@ def sample_texts() -> list[str]:
             if isinstance(p, Paper)]
 
 
-def citeulike_texts(papers: Path, limit: int, seed: int) -> list[str]:
-    """Title + abstract of a fixed random sample of the papers that have an abstract."""
-    texts = [p.text for p in read_papers(papers) if isinstance(p, Paper) and p.abstract]
+def citeulike_texts(papers: Path, limit: int, seed: int, abstracts: bool = True) -> list[str]:
+    """Title + abstract of a fixed random sample of the papers that have an abstract (else of
+    all papers, mostly titles alone, as the corpus is)."""
+    texts = [p.text for p in read_papers(papers)
+             if isinstance(p, Paper) and (p.abstract or not abstracts)]
     if limit and limit < len(texts):
         rows = np.sort(np.random.default_rng(seed).choice(len(texts), limit, replace=False))
         texts = [texts[r] for r in rows]
@@ -98,35 +116,67 @@ def load_embedders(model: str, backends: list[str], batch_size: int,
     return embedders, seconds
 
 
-def throughput(embedders: dict[str, Embedder], texts: list[str], repeats: int,
+def contestants(model: str, embedders: dict[str, Embedder], processes: int,
+                scratch: Path) -> dict[str, Encode]:
+    """What is timed: plain sentence-transformers ``encode`` (its defaults), each backend's
+    ``Embedder.encode`` in this process, and rebuild-index's embedding with ``processes``
+    worker processes (``embed_into_cache`` into a fresh cache, starting them included; texts
+    under ``MIN_CHARACTERS`` in all: in process)."""
+    plain = load_model(model)
+    default = embedders.get("onnx-int8") or Embedder(model, backend="onnx-int8")
+
+    def rebuild(texts: list[str]) -> np.ndarray:
+        path = scratch / f"cache-{time.monotonic_ns()}.sqlite"
+        cache = EmbeddingCache(path)
+        try:
+            by_hash = {f"{n}": text for n, text in enumerate(texts)}
+            embed_into_cache(default, cache, by_hash, progress=False, processes=processes)
+            found = cache.get(default.variant, list(by_hash))
+        finally:
+            cache.close()
+            for leftover in scratch.glob(f"{path.name}*"):
+                leftover.unlink()
+        return np.stack([found[h] for h in by_hash])
+
+    return {PLAIN: plain.encode,
+            **{name: embedder.encode for name, embedder in embedders.items()},
+            f"{DEFAULT} ({processes} processes)": rebuild}
+
+
+def throughput(encoders: dict[str, Encode], texts: list[str], repeats: int,
                corpus: str) -> dict[str, Any]:
-    """Every repeat embeds all texts with each backend (rotating order); medians and ratios."""
-    names = list(embedders)
+    """Every repeat embeds all texts with each contestant (rotating order); medians and
+    ratios to plain sentence-transformers, and the mean cosine of each one's vectors to its."""
+    names = list(encoders)
     for name in names:  # warm-up on real lengths: the first call on long inputs is slower
-        embedders[name].encode(texts[:16])
+        encoders[name](texts[:16])
     times: dict[str, list[float]] = {name: [] for name in names}
     vectors: dict[str, np.ndarray] = {}
     for repeat in range(repeats):
         for name in names[repeat % len(names):] + names[:repeat % len(names)]:
             started = time.perf_counter()
-            vectors[name] = embedders[name].encode(texts)
+            vectors[name] = np.asarray(encoders[name](texts), dtype=np.float32)
             times[name].append(time.perf_counter() - started)
         log(f"{corpus} repeat {repeat + 1}/{repeats}: " + ", ".join(
-            f"{name} {len(texts) / times[name][-1]:.1f}/s" for name in names))
-    reference = vectors.get(REFERENCE)
+            f"{name} {len(texts) / times[name][-1]:.1f}/s" for name in names)
+            + f" (load {os.getloadavg()[0]:.1f})")
+    reference = vectors.get(PLAIN)
+    characters = sum(map(len, texts))
     out: dict[str, Any] = {"papers": len(texts),
-                           "mean_chars": round(float(np.mean([len(t) for t in texts])), 1)}
+                           "mean_chars": round(characters / len(texts), 1),
+                           "rebuild_starts_workers": characters >= MIN_CHARACTERS}
     for name in names:
         median = float(np.median(times[name]))
         row: dict[str, Any] = {"papers_per_second": round(len(texts) / median, 2),
                                "median_seconds": round(median, 3),
                                "seconds": [round(t, 3) for t in times[name]]}
-        if REFERENCE in times:
-            paired = np.array(times[REFERENCE]) / np.array(times[name])
+        if PLAIN in times:
+            paired = np.array(times[PLAIN]) / np.array(times[name])
             row["speedup"] = round(float(np.median(paired)), 3)
-            row["speedup_of_medians"] = round(float(np.median(times[REFERENCE])) / median, 3)
+            row["speedup_of_medians"] = round(float(np.median(times[PLAIN])) / median, 3)
         if reference is not None:
-            cosine = np.sum(vectors[name] * reference, axis=1)
+            cosine = np.sum(vectors[name] * reference, axis=1) / (
+                np.linalg.norm(vectors[name], axis=1) * np.linalg.norm(reference, axis=1))
             row["mean_cosine"] = round(float(cosine.mean()), 5)
             row["min_cosine"] = round(float(cosine.min()), 5)
         out[name] = row
@@ -243,6 +293,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--limit", type=int, default=2000,
                         help="citeulike-a papers with abstracts to embed; 0 for all (default: "
                              "2000, i.e. all 1,929)")
+    parser.add_argument("--mixed", type=int, default=2000,
+                        help="also a sample of this many of all citeulike-a papers (mostly "
+                             "titles alone, 11%% with an abstract, as the corpus); 0: none "
+                             "(default: 2000)")
+    parser.add_argument("--processes", type=int, default=len(os.sched_getaffinity(0)),
+                        help="PAPERREC_EMBED_PROCESSES of the rebuild-index path (default: one "
+                             "per core, %(default)s)")
+    parser.add_argument("--no-cold-start", action="store_true",
+                        help="skip the start-up time and memory of each backend")
     parser.add_argument("--batch-size", type=int, default=64, help="default: 64")
     parser.add_argument("--seed", type=int, default=0, help="sample and evaluation seed")
     parser.add_argument("--citeulike", type=Path, default=CITEULIKE,
@@ -287,15 +346,24 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     embedders, report["load_seconds"] = load_embedders(args.model, backends, args.batch_size,
                                                        args.export_dir)
-    report["cold_start"] = cold_start(args.model, backends, args.export_dir)
-    report["corpora"] = {"sample": throughput(embedders, sample_texts(), args.repeats, "sample")}
-    papers = args.citeulike / "papers.jsonl"
-    if papers.exists():
-        report["corpora"]["citeulike-a"] = throughput(
-            embedders, citeulike_texts(papers, args.limit, args.seed), args.repeats,
-            "citeulike-a")
-    else:
-        log(f"{papers} not found: citeulike-a skipped")
+    if not args.no_cold_start:
+        report["cold_start"] = cold_start(args.model, backends, args.export_dir)
+    report["processes"] = args.processes
+    with tempfile.TemporaryDirectory(prefix="paperrec-embedding-") as scratch:
+        encoders = contestants(args.model, embedders, args.processes, Path(scratch))
+        report["corpora"] = {"sample": throughput(encoders, sample_texts(), args.repeats,
+                                                  "sample")}
+        papers = args.citeulike / "papers.jsonl"
+        if papers.exists():
+            report["corpora"]["citeulike-a"] = throughput(
+                encoders, citeulike_texts(papers, args.limit, args.seed), args.repeats,
+                "citeulike-a")
+            if args.mixed:
+                report["corpora"]["citeulike-a mixed"] = throughput(
+                    encoders, citeulike_texts(papers, args.mixed, args.seed, abstracts=False),
+                    args.repeats, "citeulike-a mixed")
+        else:
+            log(f"{papers} not found: citeulike-a skipped")
     if args.recall:
         report["recall"] = recall(args, backends)
     report["load_average_end"] = list(os.getloadavg())

@@ -130,14 +130,15 @@ class RebuildSummary:
 def rebuild_index(corpus: CorpusStore, embedder: TextEncoder, embedding_cache: Path,
                   index: IndexStore, exact_max: int, model: str, progress: bool = True,
                   full: bool = False, if_changed: bool = False,
-                  cluster: EmbedCluster | None = None) -> RebuildSummary:
+                  cluster: EmbedCluster | None = None, processes: int = 1) -> RebuildSummary:
     """Embed what is new or changed, then publish an index over every paper: extending the
     previous version when only a few papers were added (see ``IndexStore.publish``), built
     from scratch when ``full`` or when it cannot be extended. ``if_changed``: publish nothing
     when the current version already holds every paper as it is (a scheduled run).
     ``cluster``: the embedding is done on that Dask cluster, shard by shard
     (``recommender.embedding.cluster``); its scheduler is contacted only when there is
-    something to embed."""
+    something to embed. Else it is done here, in ``processes`` worker processes
+    (``recommender.embedding.processes``; 1: in this process)."""
     started = time.perf_counter()
     rows = list(corpus.index_rows())
     if not rows:
@@ -158,7 +159,7 @@ def rebuild_index(corpus: CorpusStore, embedder: TextEncoder, embedding_cache: P
 
     embed = _on_cluster(embedder, cluster, progress) if cluster else None
     vectors, embedded = cached_vectors(embedder, embedding_cache, hashes, texts_of, progress,
-                                       embed)
+                                       embed, processes)
     # The variant the vectors were made by (model and backend): vectors of another never mix.
     published = index.publish(ids, vectors, days, model, exact_max, hashes=hashes,
                               embedding=embedder.variant, full=full)

@@ -509,7 +509,8 @@ def _rebuild(args: argparse.Namespace, settings: Settings) -> int:
             parts.corpus, parts.embedder, settings.embedding_cache_path, parts.index_store,
             settings.exact_index_max, settings.model, progress=not args.quiet, full=args.full,
             if_changed=args.if_changed,
-            cluster=jobs.EmbedCluster.from_settings(settings, args.cluster or ""))
+            cluster=jobs.EmbedCluster.from_settings(settings, args.cluster or ""),
+            processes=settings.embed_process_count)
     except ClusterUnreachable as exc:  # an address to check, as a bad setting
         print(f"paperrec {args.command}: {exc.message}", file=sys.stderr)
         return BAD_SETTINGS

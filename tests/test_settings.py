@@ -62,6 +62,7 @@ def test_every_setting_is_read_from_its_variable(environment: pytest.MonkeyPatch
         "PAPERREC_EMBED_CLUSTER": "tcp://scheduler:8786", "PAPERREC_EMBED_CLUSTER_TIMEOUT": "3",
         "PAPERREC_EMBED_SHARD_SIZE": "100", "PAPERREC_SERVED_HISTORY_MAX": "50",
         "PAPERREC_REDIS_WAIT_REPLICAS": "2", "PAPERREC_REDIS_WAIT_MS": "250",
+        "PAPERREC_EMBED_PROCESSES": "3",
     }
     assert set(given) == set(VARIABLES.values())
     for variable, value in given.items():
@@ -79,7 +80,8 @@ def test_every_setting_is_read_from_its_variable(environment: pytest.MonkeyPatch
         openreview_delay_seconds=0, openreview_retries=1,
         embed_cluster="tcp://scheduler:8786",
         embed_cluster_timeout=3, embed_shard_size=100, served_history_max=50,
-        redis_wait_replicas=2, redis_wait_ms=250)
+        redis_wait_replicas=2, redis_wait_ms=250,
+        embed_processes=3)
     assert settings.public_url == "https://papers.example.org"  # no trailing /
     assert settings.corpus_path == tmp_path / "corpus.sqlite"
 
@@ -141,6 +143,7 @@ BAD_VALUES = [
     ("PAPERREC_EMBED_CLUSTER", "scheduler:8786", "such as tcp://scheduler:8786"),
     ("PAPERREC_EMBED_CLUSTER_TIMEOUT", "0", "greater than 0"),
     ("PAPERREC_EMBED_SHARD_SIZE", "0", "greater than or equal to 1"),
+    ("PAPERREC_EMBED_PROCESSES", "-1", "greater than or equal to 0"),
 ]
 
 

@@ -9,6 +9,7 @@ table and ``paperrec --help`` are checked against (or made from) these declarati
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -178,6 +179,12 @@ class Settings(BaseSettings):
     embed_backend: Annotated[str, _checked_by(check_embed_backend)] = Field(
         DEFAULT_EMBED_BACKEND, validation_alias="PAPERREC_EMBED_BACKEND",
         description=f"how the model runs: {', '.join(EMBED_BACKENDS)}")
+    # 1: on 2 shared cores the processes were slower than one session's two threads
+    # (benchmarks/README.md, "Embedding"); more, idle cores may gain from them.
+    embed_processes: int = Field(
+        1, ge=0, validation_alias="PAPERREC_EMBED_PROCESSES",
+        description="worker processes rebuild-index embeds in, each running the ONNX model on "
+                    "one core: 1 to embed in this process, 0 for one per core")
     embed_cluster: Annotated[str, AfterValidator(check_cluster_address)] = Field(
         "", validation_alias="PAPERREC_EMBED_CLUSTER",
         description="a Dask scheduler (tcp://host:8786) that rebuild-index hands the embedding "
@@ -290,6 +297,11 @@ class Settings(BaseSettings):
     def replace(self, **changes: Any) -> Settings:
         """A copy with ``changes`` (by field name), checked as any settings are."""
         return type(self)(**{**self.model_dump(), **changes})
+
+    @property
+    def embed_process_count(self) -> int:
+        """PAPERREC_EMBED_PROCESSES as a count: 0 is one per core this process may use."""
+        return self.embed_processes or len(os.sched_getaffinity(0))
 
     @property
     def corpus_path(self) -> Path:

@@ -112,6 +112,12 @@ class ClusterUnreachable(ClusterUnavailable):
     code = "cluster_unreachable"
 
 
+class EmbeddingFailed(Unavailable):
+    """A worker process embedding on this machine stopped (killed, out of memory)."""
+
+    code = "embedding_failed"
+
+
 class TooLarge(PaperrecError):
     """A request or file beyond a documented limit (size, number of entries)."""
 

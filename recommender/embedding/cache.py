@@ -10,6 +10,7 @@ import numpy as np
 from tqdm import tqdm
 
 from recommender.embedding.encoders import TextEncoder
+from recommender.embedding.processes import chunk_encoder
 
 # Stores the vectors of these texts (by content hash) in the cache.
 EmbedInto = Callable[["EmbeddingCache", dict[str, str]], None]
@@ -67,19 +68,21 @@ def cached_vectors(
     texts_of: Callable[[set[str]], dict[str, str]],
     progress: bool = True,
     embed: EmbedInto | None = None,
+    processes: int = 1,
 ) -> tuple[np.ndarray, int]:
     """Vectors for these content hashes, in order, embedding only those not cached yet.
 
     ``texts_of(missing hashes)`` returns the text of each, so callers load only those texts.
     ``embed(cache, texts by hash)`` stores their vectors under ``embedder.variant``; by default
-    ``embed_into_cache`` in this process (``recommender.embedding.cluster``: on a cluster).
+    ``embed_into_cache`` on this machine, in ``processes`` worker processes
+    (``recommender.embedding.cluster``: on a cluster).
     Returns the matrix and how many texts were newly embedded.
     """
     cache = EmbeddingCache(cache_path)
     try:
         to_embed = texts_of(cache.missing(embedder.variant, hashes))
         if embed is None:
-            embed_into_cache(embedder, cache, to_embed, progress=progress)
+            embed_into_cache(embedder, cache, to_embed, progress=progress, processes=processes)
         elif to_embed:
             embed(cache, to_embed)
         by_hash = cache.get(embedder.variant, hashes)
@@ -94,14 +97,19 @@ def embed_into_cache(
     texts_by_hash: dict[str, str],
     progress: bool = True,
     chunk: int = 512,
+    processes: int = 1,
 ) -> None:
-    """Embed each text and store it under its content hash and the embedder's variant."""
+    """Embed each text and store it under its content hash and the embedder's variant, a
+    chunk at a time (an interrupted run keeps the chunks it stored). ``processes`` > 1: in
+    that many worker processes (``recommender.embedding.processes``), the same vectors."""
     if not texts_by_hash:
         return
     # Similar lengths in one batch waste less padding.
     order = sorted(texts_by_hash, key=lambda h: len(texts_by_hash[h]))
-    with tqdm(total=len(order), desc="embedding", unit="paper", disable=not progress) as bar:
-        for start in range(0, len(order), chunk):
-            part = order[start : start + chunk]
-            cache.put(embedder.variant, part, embedder.encode([texts_by_hash[h] for h in part]))
+    parts = [order[start : start + chunk] for start in range(0, len(order), chunk)]
+    with (tqdm(total=len(order), desc="embedding", unit="paper", disable=not progress) as bar,
+          chunk_encoder(embedder, processes, sum(map(len, texts_by_hash.values()))) as encode):
+        for part, vectors in zip(
+                parts, encode([texts_by_hash[h] for h in part] for part in parts), strict=True):
+            cache.put(embedder.variant, part, vectors)
             bar.update(len(part))

@@ -83,20 +83,21 @@ class Embedder:
         (so caches written before there were backends stay valid)."""
         return vector_key(self.name, self.backend)
 
-    def _loaded(self) -> _Encoder:
+    def loaded(self) -> _Encoder:
+        """The model on its backend, loaded (and exported, the first time) if not yet."""
         with self._lock:
             if self._encoder is None:
                 if self.backend == "torch":
                     self._encoder = _TorchEncoder(load_model(self.name))
                 else:
-                    self._encoder = _OnnxEncoder(exported(
+                    self._encoder = OnnxEncoder(exported(
                         self.name, self.backend, self.export_dir or default_export_dir()))
             return self._encoder
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        return np.asarray(self._loaded().encode(list(texts), self.batch_size), dtype=np.float32)
+        return np.asarray(self.loaded().encode(list(texts), self.batch_size), dtype=np.float32)
 
 
 def vector_key(model: str, backend: str) -> str:
@@ -132,22 +133,18 @@ class _TorchEncoder:
                                  convert_to_numpy=True, show_progress_bar=False)
 
 
-class _OnnxEncoder:
-    """An exported model: a tokenizer, an ONNX Runtime session and the graph's one output,
-    the unit-length sentence embedding."""
+Feeds = dict[str, np.ndarray]  # one ONNX batch: input name -> int64 array
 
-    def __init__(self, directory: Path) -> None:
+
+class OnnxSession:
+    """An exported model's ONNX Runtime session: padded token ids in, unit vectors out.
+    ``threads`` intra-op threads (default: every core this process may use)."""
+
+    def __init__(self, directory: Path, threads: int = 0) -> None:
         import onnxruntime as ort
-        from tokenizers import Tokenizer
 
-        meta = json.loads((directory / "meta.json").read_text())
-        self.tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
-        self.tokenizer.no_padding()
-        self.tokenizer.enable_truncation(int(meta["max_seq_length"]))
-        self.pad_id = int(meta["pad_id"])
-        self.dimension = int(meta["dimension"])
         options = ort.SessionOptions()
-        options.intra_op_num_threads = len(os.sched_getaffinity(0))
+        options.intra_op_num_threads = threads or len(os.sched_getaffinity(0))
         options.inter_op_num_threads = 1
         # Idle threads sleep rather than spin: on a shared machine (a gunicorn worker beside
         # others, a rebuild beside the service) spinning takes cores from the rest and made
@@ -158,11 +155,36 @@ class _OnnxEncoder:
                                             providers=["CPUExecutionProvider"])
         self.inputs = {node.name for node in self.session.get_inputs()}
 
-    def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
+    def run(self, feeds: Feeds) -> np.ndarray:
+        return np.asarray(self.session.run(
+            ["embedding"], {k: v for k, v in feeds.items() if k in self.inputs})[0])
+
+
+class OnnxEncoder:
+    """An exported model: a tokenizer, an ONNX Runtime session and the graph's one output,
+    the unit-length sentence embedding."""
+
+    def __init__(self, directory: Path) -> None:
+        from tokenizers import Tokenizer
+
+        meta = json.loads((directory / "meta.json").read_text())
+        self.directory = directory
+        self.tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_truncation(int(meta["max_seq_length"]))
+        self.pad_id = int(meta["pad_id"])
+        self.dimension = int(meta["dimension"])
+        self.session = OnnxSession(directory)
+
+    def batches(self, texts: list[str], batch_size: int) -> list[tuple[np.ndarray, Feeds]]:
+        """The texts tokenized once and cut into batches, longest first, so a batch pads to
+        nearly nothing: each batch's rows (positions in ``texts``) and its model inputs.
+        int8 activations are quantised per batch, so these batches, wherever they run,
+        decide the vectors."""
         encodings = self.tokenizer.encode_batch(texts)
         lengths = np.array([len(e.ids) for e in encodings])
-        order = np.argsort(-lengths, kind="stable")  # longest first: padding stays small
-        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        order = np.argsort(-lengths, kind="stable")
+        out = []
         start = 0
         while start < len(order):
             width = int(lengths[order[start]])
@@ -176,11 +198,15 @@ class _OnnxEncoder:
                 ids[i, :n] = encodings[row].ids
                 mask[i, :n] = 1
                 types[i, :n] = encodings[row].type_ids
-            feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-            out[rows] = self.session.run(
-                ["embedding"], {k: v for k, v in feeds.items() if k in self.inputs})[0]
+            out.append((rows, {"input_ids": ids, "attention_mask": mask,
+                               "token_type_ids": types}))
         return out
 
+    def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        for rows, feeds in self.batches(texts, batch_size):
+            out[rows] = self.session.run(feeds)
+        return out
 
 
 _shared: dict[tuple[str, int, str], Embedder] = {}
