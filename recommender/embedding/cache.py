@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from recommender.core.phases import PhaseClock
 from recommender.embedding.encoders import TextEncoder
 
 # Stores the vectors of these texts (by content hash) in the cache.
@@ -67,25 +68,32 @@ def cached_vectors(
     texts_of: Callable[[set[str]], dict[str, str]],
     progress: bool = True,
     embed: EmbedInto | None = None,
+    clock: PhaseClock | None = None,
 ) -> tuple[np.ndarray, int]:
     """Vectors for these content hashes, in order, embedding only those not cached yet.
 
     ``texts_of(missing hashes)`` returns the text of each, so callers load only those texts.
     ``embed(cache, texts by hash)`` stores their vectors under ``embedder.variant``; by default
     ``embed_into_cache`` in this process (``recommender.embedding.cluster``: on a cluster).
-    Returns the matrix and how many texts were newly embedded.
+    Returns the matrix and how many texts were newly embedded. ``clock`` is told when the
+    embedding ends and when the vectors are read.
     """
+    clock = clock or PhaseClock()
     cache = EmbeddingCache(cache_path)
     try:
         to_embed = texts_of(cache.missing(embedder.variant, hashes))
+        clock.lap("find uncached")
         if embed is None:
             embed_into_cache(embedder, cache, to_embed, progress=progress)
         elif to_embed:
             embed(cache, to_embed)
+        clock.lap("embed")
         by_hash = cache.get(embedder.variant, hashes)
     finally:
         cache.close()
-    return np.stack([by_hash[h] for h in hashes]), len(to_embed)
+    vectors = np.stack([by_hash[h] for h in hashes])
+    clock.lap("read vectors")
+    return vectors, len(to_embed)
 
 
 def embed_into_cache(

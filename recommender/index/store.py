@@ -26,6 +26,7 @@ import faiss
 import numpy as np
 
 from recommender.core.errors import IndexNotReady
+from recommender.core.phases import PhaseClock
 from recommender.index.content_space import (
     AUGMENT_NEIGHBOURS,
     HNSW_EF,
@@ -160,11 +161,13 @@ class IndexStore:
 
     def publish(self, ids: list[str], raw: np.ndarray, days: np.ndarray, model: str,
                 exact_max: int, hashes: list[str] | None = None, embedding: str | None = None,
-                full: bool = False) -> PaperIndex:
+                full: bool = False, clock: PhaseClock | None = None) -> PaperIndex:
         """Publish a version over these papers: incremental when the previous version can
         be extended (needs ``hashes``), full when ``full`` or it cannot. ``embedding`` names
         the vectors' model variant (default: ``model``); meta["build"] says which ran and
-        meta["build_reason"] why."""
+        meta["build_reason"] why, meta["phases"] the seconds and peak memory of each step
+        (``clock``'s earlier phases too: the caller's reading and embedding)."""
+        clock = clock or PhaseClock()
         if len(ids) != len(raw) or len(ids) != len(days) or not ids:
             raise ValueError("an index needs at least one paper, and one vector and day per id")
         if hashes is not None and len(hashes) != len(ids):
@@ -174,12 +177,15 @@ class IndexStore:
         base = "a full build was asked for" if full else self._incremental_base(
             ids, raw, hashes, embedding, exact_max)
         if isinstance(base, str):
-            space = build_content_space(raw, exact_max)
+            space = build_content_space(raw, exact_max, clock=clock)
             index = build_faiss(space.vectors, exact_max)
+            clock.lap("faiss index")
             build = {"build": "full", "build_reason": base, "full_build_count": len(ids)}
         else:
+            clock.lap("previous version")
             ids, raw, days, hashes = base.reorder(ids, raw, days, hashes)
             space, index, build = base.extend(raw, exact_max)
+            clock.lap("extension")
         meta = {
             "model": model,
             "embedding": embedding,
@@ -202,7 +208,9 @@ class IndexStore:
             (folder / "ids.json").write_text(json.dumps(ids))
             if hashes is not None:
                 (folder / "hashes.json").write_text(json.dumps(hashes))
-            (folder / "meta.json").write_text(json.dumps({"version": version, **meta}, indent=2))
+            clock.lap("write")  # all but meta.json, which records it
+            (folder / "meta.json").write_text(json.dumps(
+                {"version": version, **meta, "phases": clock.phases}, indent=2))
 
         version = self.dir.publish(write)
         return PaperIndex(version, ids, space, days, index, {"version": version, **meta})
