@@ -210,7 +210,7 @@ def test_a_version_records_how_long_each_step_of_its_build_took(tmp_path: Path) 
     ids, raw = corpus_with_new()
     store = IndexStore(tmp_path / "index")
     full = publish(store, ids[:2000], raw[:2000])
-    steps = ["centre", "augmentation graph", "blend", "neighbour graph", "faiss index", "write"]
+    steps = ["centre", "augmentation graph", "blend", "faiss index", "neighbour graph", "write"]
     written = json.loads((store.dir.path(full.version) / "meta.json").read_text())
     assert list(written["phases"]) == steps
     assert all(p["seconds"] >= 0 and p["peak_rss_gib"] > 0 for p in written["phases"].values())

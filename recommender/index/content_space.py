@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import faiss
 import numpy as np
@@ -52,21 +53,29 @@ def normalise(matrix: np.ndarray) -> np.ndarray:
     return (matrix / np.maximum(norms, 1e-12)).astype(np.float32)
 
 
-def nearest_neighbours(
-    vectors: np.ndarray, k: int, exact_max: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """The k nearest other rows of every row (inner product): exact, or HNSW when large."""
-    n, dim = vectors.shape
-    k = min(k, n - 1)
-    if k <= 0:
-        return np.zeros((n, 0), np.int32), np.zeros((n, 0), np.float32)
-    index: faiss.Index
-    if n <= exact_max:
+def build_faiss(vectors: np.ndarray, exact_max: int) -> Any:
+    """Exact inner product for small corpora, HNSW above ``exact_max`` papers."""
+    dim = vectors.shape[1]
+    index: Any
+    if len(vectors) <= exact_max:
         index = faiss.IndexFlatIP(dim)
     else:
         index = faiss.IndexHNSWFlat(dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
         index.hnsw.efSearch = HNSW_EF
-    index.add(vectors)
+    index.add(np.ascontiguousarray(vectors, dtype=np.float32))
+    return index
+
+
+def nearest_neighbours(
+    vectors: np.ndarray, k: int, exact_max: int, index: Any | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The k nearest other rows of every row (inner product): exact, or HNSW when large.
+    ``index``: one already built over exactly these vectors (default: ``build_faiss``)."""
+    n = len(vectors)
+    k = min(k, n - 1)
+    if k <= 0:
+        return np.zeros((n, 0), np.int32), np.zeros((n, 0), np.float32)
+    index = build_faiss(vectors, exact_max) if index is None else index
     sims, rows = index.search(vectors, k + 1)
     # Drop each row itself (usually first; not always, with exact duplicates).
     keep = rows != np.arange(n)[:, None]
@@ -84,10 +93,17 @@ def _blend(base: np.ndarray, rows: np.ndarray, sims: np.ndarray,
     return normalise(mine + np.einsum("...k,...kd->...d", weights, base[np.maximum(rows, 0)]))
 
 
-def build_content_space(raw: np.ndarray, exact_max: int, mean: np.ndarray | None = None,
-                        clock: PhaseClock | None = None) -> ContentSpace:
-    """The whole space from scratch; ``mean`` (default: the corpus mean) centres it.
-    ``clock`` is told when each step ends."""
+def build_content_space(raw: np.ndarray, exact_max: int,
+                        mean: np.ndarray | None = None) -> ContentSpace:
+    """The whole space from scratch; ``mean`` (default: the corpus mean) centres it."""
+    return build_indexed_space(raw, exact_max, mean)[0]
+
+
+def build_indexed_space(raw: np.ndarray, exact_max: int, mean: np.ndarray | None = None,
+                        clock: PhaseClock | None = None) -> tuple[ContentSpace, Any]:
+    """The whole space and the FAISS index over its vectors (``build_faiss``): the stored
+    neighbours are searched in the index that is served, so a build makes that HNSW graph
+    once, not twice. ``clock`` is told when each step ends."""
     clock = clock or PhaseClock()
     raw = np.asarray(raw, dtype=np.float32)
     mean = raw.mean(axis=0) if mean is None else np.asarray(mean, dtype=np.float32)
@@ -100,9 +116,12 @@ def build_content_space(raw: np.ndarray, exact_max: int, mean: np.ndarray | None
         part = np.arange(start, min(len(centred), start + BLEND_CHUNK))
         augmented[part] = _blend(centred, aug_rows[part], aug_sims[part], own=part)
     clock.lap("blend")
-    rows, sims = nearest_neighbours(augmented, STORED_NEIGHBOURS, exact_max)
+    index = build_faiss(augmented, exact_max)
+    clock.lap("faiss index")
+    rows, sims = nearest_neighbours(augmented, STORED_NEIGHBOURS, exact_max, index)
     clock.lap("neighbour graph")
-    return ContentSpace(augmented, mean.astype(np.float32), rows, sims, aug_rows, aug_sims)
+    space = ContentSpace(augmented, mean.astype(np.float32), rows, sims, aug_rows, aug_sims)
+    return space, index
 
 
 # (added rows, their vectors) -> (rows, K) candidate rows to score for each, -1 for none

@@ -30,11 +30,11 @@ from recommender.core.phases import PhaseClock
 from recommender.index.content_space import (
     AUGMENT_NEIGHBOURS,
     HNSW_EF,
-    HNSW_M,
     REVERSE_CANDIDATES,
     STORED_NEIGHBOURS,
     ContentSpace,
-    build_content_space,
+    build_faiss,
+    build_indexed_space,
     extend_augmentation,
     extend_neighbours,
     normalise,
@@ -49,19 +49,6 @@ MAX_ADDED_FRACTION = 0.10  # papers added since the last full build, over its pa
 MAX_MEAN_DRIFT = 0.02  # |corpus mean - kept mean| over the rms distance of papers to it
 # FAISS (OpenMP) threads per search. The workers and their request threads are the
 # parallelism: on 2 cores a 2-thread search only adds contention (benchmarks/README.md, Index).
-
-
-def build_faiss(vectors: np.ndarray, exact_max: int) -> Any:
-    """Exact inner product for small corpora, HNSW above ``exact_max`` papers."""
-    dim = vectors.shape[1]
-    index: Any
-    if len(vectors) <= exact_max:
-        index = faiss.IndexFlatIP(dim)
-    else:
-        index = faiss.IndexHNSWFlat(dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
-        index.hnsw.efSearch = HNSW_EF
-    index.add(np.ascontiguousarray(vectors, dtype=np.float32))
-    return index
 
 
 def mean_drift(raw: np.ndarray, mean: np.ndarray) -> float:
@@ -177,9 +164,7 @@ class IndexStore:
         base = "a full build was asked for" if full else self._incremental_base(
             ids, raw, hashes, embedding, exact_max)
         if isinstance(base, str):
-            space = build_content_space(raw, exact_max, clock=clock)
-            index = build_faiss(space.vectors, exact_max)
-            clock.lap("faiss index")
+            space, index = build_indexed_space(raw, exact_max, clock=clock)
             build = {"build": "full", "build_reason": base, "full_build_count": len(ids)}
         else:
             clock.lap("previous version")
