@@ -14,6 +14,7 @@ import numpy as np
 from recommender.core.config import Settings
 from recommender.core.errors import IndexNotReady, InvalidInput
 from recommender.core.papers import Paper, Rejection
+from recommender.core.phases import PhaseClock
 from recommender.corpus.arxiv import HarvestSummary, harvest, set_for_category
 from recommender.corpus.formats import read_papers
 from recommender.corpus.oai_pmh import OaiPmhClient
@@ -117,6 +118,7 @@ class RebuildSummary:
     seconds: float
     build: str = "full"  # or "incremental"
     reason: str = ""
+    phases: str = ""  # seconds per step (PhaseClock)
 
     def __str__(self) -> str:
         if self.build == "skipped":
@@ -124,7 +126,7 @@ class RebuildSummary:
                     f"{self.papers} papers, {self.seconds:.1f} s")
         return (f"published index version {self.version}: {self.papers} papers, "
                 f"{self.embedded} newly embedded, {self.seconds:.1f} s, {self.build} build "
-                f"({self.reason})")
+                f"({self.reason}); {self.phases}")
 
 
 def rebuild_index(corpus: CorpusStore, embedder: TextEncoder, embedding_cache: Path,
@@ -140,6 +142,7 @@ def rebuild_index(corpus: CorpusStore, embedder: TextEncoder, embedding_cache: P
     something to embed. Else it is done here, in ``processes`` worker processes
     (``recommender.embedding.processes``; 1: in this process)."""
     started = time.perf_counter()
+    clock = PhaseClock()
     rows = list(corpus.index_rows())
     if not rows:
         raise InvalidInput(
@@ -157,14 +160,16 @@ def rebuild_index(corpus: CorpusStore, embedder: TextEncoder, embedding_cache: P
         texts = corpus.texts([pid for pid, h, _ in rows if h in missing])
         return {h: texts[pid] for pid, h, _ in rows if pid in texts}
 
+    clock.lap("read corpus")
     embed = _on_cluster(embedder, cluster, progress) if cluster else None
     vectors, embedded = cached_vectors(embedder, embedding_cache, hashes, texts_of, progress,
-                                       embed, processes)
+                                       embed, processes, clock)
     # The variant the vectors were made by (model and backend): vectors of another never mix.
     published = index.publish(ids, vectors, days, model, exact_max, hashes=hashes,
-                              embedding=embedder.variant, full=full)
+                              embedding=embedder.variant, full=full, clock=clock)
     return RebuildSummary(published.version, len(ids), embedded, time.perf_counter() - started,
-                          str(published.meta["build"]), str(published.meta["build_reason"]))
+                          str(published.meta["build"]), str(published.meta["build_reason"]),
+                          str(clock))
 
 
 @dataclass(frozen=True)

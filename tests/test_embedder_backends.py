@@ -130,3 +130,16 @@ def test_the_cache_never_mixes_backends(
     still, _ = cached_vectors(torch, cache_path, hashes, texts_of,
                                       progress=False)
     np.testing.assert_array_equal(still, torch_vectors)
+
+
+def test_cached_vectors_come_back_as_one_matrix_in_the_order_asked(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path / "embeddings.sqlite")
+    vectors = np.arange(12, dtype=np.float32).reshape(3, 4)
+    cache.put("m", ["a", "b", "c"], vectors)
+    # Two papers with the same text share one cached vector.
+    np.testing.assert_array_equal(cache.matrix("m", ["c", "a", "c", "b"]), vectors[[2, 0, 2, 1]])
+    with pytest.raises(KeyError):
+        cache.matrix("m", ["a", "d"])
+    with pytest.raises(KeyError):
+        cache.matrix("other", ["a"])
+    cache.close()

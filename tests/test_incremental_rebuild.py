@@ -206,6 +206,19 @@ def test_a_damaged_previous_version_means_a_full_build(tmp_path: Path) -> None:
     assert "cannot be extended" in index.meta["build_reason"]
 
 
+def test_a_version_records_how_long_each_step_of_its_build_took(tmp_path: Path) -> None:
+    ids, raw = corpus_with_new()
+    store = IndexStore(tmp_path / "index")
+    full = publish(store, ids[:2000], raw[:2000])
+    steps = ["centre", "augmentation graph", "blend", "faiss index", "neighbour graph", "write"]
+    written = json.loads((store.dir.path(full.version) / "meta.json").read_text())
+    assert list(written["phases"]) == steps
+    assert all(p["seconds"] >= 0 and p["peak_rss_gib"] > 0 for p in written["phases"].values())
+    extended = publish(store, ids, raw)
+    written = json.loads((store.dir.path(extended.version) / "meta.json").read_text())
+    assert list(written["phases"]) == ["previous version", "extension", "write"]
+
+
 @pytest.mark.model
 def test_rebuild_index_says_which_kind_ran_and_full_forces_a_full_one(
     model_sample_settings: Settings, tmp_path: Path, capsys: pytest.CaptureFixture[str],

@@ -4,13 +4,14 @@ RuleStore against a real Redis."""
 from __future__ import annotations
 
 import sqlite3
+import unicodedata
 from pathlib import Path
 
 import pytest
 import redis
 
 from recommender.core.errors import InvalidInput
-from recommender.core.matching import author_key, author_matches, keyword_matches, words
+from recommender.core.matching import author_key, author_matches, fold, keyword_matches, words
 from recommender.core.papers import Paper
 from recommender.corpus.store import CorpusStore
 from recommender.feedback.rules import MAX_RULES, RuleStore
@@ -125,3 +126,9 @@ def test_values_and_the_number_of_rules_are_limited(rules: RuleStore) -> None:
         rules.put("ada", "follow", "author", "Ada Lovelace", now=1000.0)
     assert rules.put("ada", "follow", "keyword", "word7", now=1000.0).replaced  # not a new one
     assert len(rules.get("ada")) == MAX_RULES
+
+
+def test_ascii_text_folds_as_the_unicode_rule_says() -> None:
+    text = "".join(map(chr, range(128))) + " Graph-Neural Networks, Bengio Y."
+    slow = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    assert fold(text) == slow.casefold()

@@ -31,6 +31,8 @@ _NAME_SEPARATORS = re.compile(r"[\s.,]+")
 
 def fold(text: str) -> str:
     """``text`` without accents and case: NFKD, combining marks dropped, casefolded."""
+    if text.isascii():  # NFKD leaves ASCII as it is: the same answer, without a loop per
+        return text.lower()  # character (a third of an ingest's time went there)
     decomposed = unicodedata.normalize("NFKD", text)
     return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from recommender.core.phases import PhaseClock
 from recommender.embedding.encoders import TextEncoder
 from recommender.embedding.processes import chunk_encoder
 
@@ -45,6 +46,34 @@ class EmbeddingCache:
             found.update({h: np.frombuffer(blob, dtype=np.float32) for h, blob in rows})
         return found
 
+    def matrix(self, model: str, hashes: Sequence[str]) -> np.ndarray:
+        """The vectors of these hashes as the rows of one matrix, in order (a hash may come
+        more than once). Filled as it is read: at a million papers, ``get``'s dict of small
+        arrays before stacking cost 1.8 GB more than the matrix itself. KeyError when one is
+        not cached."""
+        rows_of: dict[str, list[int]] = {}
+        for row, h in enumerate(hashes):
+            rows_of.setdefault(h, []).append(row)
+        unique = list(rows_of)
+        out: np.ndarray | None = None
+        filled = 0
+        for start in range(0, len(unique), 500):
+            chunk = unique[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for h, blob in self._db.execute(
+                "SELECT content_hash, vector FROM vectors"
+                f" WHERE model = ? AND content_hash IN ({marks})",
+                [model, *chunk],
+            ):
+                vector = np.frombuffer(blob, dtype=np.float32)
+                if out is None:
+                    out = np.empty((len(hashes), len(vector)), dtype=np.float32)
+                out[rows_of[h]] = vector
+                filled += 1
+        if out is None or filled < len(unique):
+            raise KeyError(f"{len(unique) - filled} of {len(unique)} vectors are not cached")
+        return out
+
     def missing(self, model: str, hashes: Sequence[str]) -> set[str]:
         """The hashes with no cached vector for this model."""
         wanted = set(hashes)
@@ -69,6 +98,7 @@ def cached_vectors(
     progress: bool = True,
     embed: EmbedInto | None = None,
     processes: int = 1,
+    clock: PhaseClock | None = None,
 ) -> tuple[np.ndarray, int]:
     """Vectors for these content hashes, in order, embedding only those not cached yet.
 
@@ -76,19 +106,24 @@ def cached_vectors(
     ``embed(cache, texts by hash)`` stores their vectors under ``embedder.variant``; by default
     ``embed_into_cache`` on this machine, in ``processes`` worker processes
     (``recommender.embedding.cluster``: on a cluster).
-    Returns the matrix and how many texts were newly embedded.
+    Returns the matrix and how many texts were newly embedded. ``clock`` is told when the
+    embedding ends and when the vectors are read.
     """
+    clock = clock or PhaseClock()
     cache = EmbeddingCache(cache_path)
     try:
         to_embed = texts_of(cache.missing(embedder.variant, hashes))
+        clock.lap("find uncached")
         if embed is None:
             embed_into_cache(embedder, cache, to_embed, progress=progress, processes=processes)
         elif to_embed:
             embed(cache, to_embed)
-        by_hash = cache.get(embedder.variant, hashes)
+        clock.lap("embed")
+        vectors = cache.matrix(embedder.variant, hashes)
     finally:
         cache.close()
-    return np.stack([by_hash[h] for h in hashes]), len(to_embed)
+    clock.lap("read vectors")
+    return vectors, len(to_embed)
 
 
 def embed_into_cache(

@@ -26,14 +26,15 @@ import faiss
 import numpy as np
 
 from recommender.core.errors import IndexNotReady
+from recommender.core.phases import PhaseClock
 from recommender.index.content_space import (
     AUGMENT_NEIGHBOURS,
     HNSW_EF,
-    HNSW_M,
     REVERSE_CANDIDATES,
     STORED_NEIGHBOURS,
     ContentSpace,
-    build_content_space,
+    build_faiss,
+    build_indexed_space,
     extend_augmentation,
     extend_neighbours,
     normalise,
@@ -48,19 +49,6 @@ MAX_ADDED_FRACTION = 0.10  # papers added since the last full build, over its pa
 MAX_MEAN_DRIFT = 0.02  # |corpus mean - kept mean| over the rms distance of papers to it
 # FAISS (OpenMP) threads per search. The workers and their request threads are the
 # parallelism: on 2 cores a 2-thread search only adds contention (benchmarks/README.md, Index).
-
-
-def build_faiss(vectors: np.ndarray, exact_max: int) -> Any:
-    """Exact inner product for small corpora, HNSW above ``exact_max`` papers."""
-    dim = vectors.shape[1]
-    index: Any
-    if len(vectors) <= exact_max:
-        index = faiss.IndexFlatIP(dim)
-    else:
-        index = faiss.IndexHNSWFlat(dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
-        index.hnsw.efSearch = HNSW_EF
-    index.add(np.ascontiguousarray(vectors, dtype=np.float32))
-    return index
 
 
 def mean_drift(raw: np.ndarray, mean: np.ndarray) -> float:
@@ -160,11 +148,13 @@ class IndexStore:
 
     def publish(self, ids: list[str], raw: np.ndarray, days: np.ndarray, model: str,
                 exact_max: int, hashes: list[str] | None = None, embedding: str | None = None,
-                full: bool = False) -> PaperIndex:
+                full: bool = False, clock: PhaseClock | None = None) -> PaperIndex:
         """Publish a version over these papers: incremental when the previous version can
         be extended (needs ``hashes``), full when ``full`` or it cannot. ``embedding`` names
         the vectors' model variant (default: ``model``); meta["build"] says which ran and
-        meta["build_reason"] why."""
+        meta["build_reason"] why, meta["phases"] the seconds and peak memory of each step
+        (``clock``'s earlier phases too: the caller's reading and embedding)."""
+        clock = clock or PhaseClock()
         if len(ids) != len(raw) or len(ids) != len(days) or not ids:
             raise ValueError("an index needs at least one paper, and one vector and day per id")
         if hashes is not None and len(hashes) != len(ids):
@@ -174,12 +164,13 @@ class IndexStore:
         base = "a full build was asked for" if full else self._incremental_base(
             ids, raw, hashes, embedding, exact_max)
         if isinstance(base, str):
-            space = build_content_space(raw, exact_max)
-            index = build_faiss(space.vectors, exact_max)
+            space, index = build_indexed_space(raw, exact_max, clock=clock)
             build = {"build": "full", "build_reason": base, "full_build_count": len(ids)}
         else:
+            clock.lap("previous version")
             ids, raw, days, hashes = base.reorder(ids, raw, days, hashes)
             space, index, build = base.extend(raw, exact_max)
+            clock.lap("extension")
         meta = {
             "model": model,
             "embedding": embedding,
@@ -202,7 +193,9 @@ class IndexStore:
             (folder / "ids.json").write_text(json.dumps(ids))
             if hashes is not None:
                 (folder / "hashes.json").write_text(json.dumps(hashes))
-            (folder / "meta.json").write_text(json.dumps({"version": version, **meta}, indent=2))
+            clock.lap("write")  # all but meta.json, which records it
+            (folder / "meta.json").write_text(json.dumps(
+                {"version": version, **meta, "phases": clock.phases}, indent=2))
 
         version = self.dir.publish(write)
         return PaperIndex(version, ids, space, days, index, {"version": version, **meta})
