@@ -208,8 +208,9 @@ kept and how many of those were liked; "fitted" is the fit on all users.
 hybrid ranks through the service's own ranking context, over an index version built as
 `paperrec rebuild-index` builds one (in a temporary directory). --index picks its kind: auto
 (exact up to PAPERREC_EXACT_INDEX_MAX papers, 20,000 by default, HNSW above, as the service
-chooses), exact (every paper is scored), or hnsw (only the candidates the HNSW index finds
-are scored: the path served for large corpora, measurable on a small dataset). The report
+chooses), exact (every paper is scored), or hnsw (each list takes the cheaper of scoring
+every paper and scoring the candidates the HNSW index finds, as lists over a large corpus
+do: measurable on a small dataset). The report
 says which kind was used ("index" in "dataset").
 
 --new-papers FRACTION: the new-papers protocol. That fraction of the papers, chosen at
