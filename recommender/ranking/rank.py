@@ -186,7 +186,7 @@ def score(
     else:
         content = vecs @ direction - float(ctx.statistics.mean @ direction)
     popularity = ctx.popularity[rows] * _popularity_weight(likes)
-    collaborative = cf_all[rows]
+    collaborative = np.zeros(len(rows), np.float32) if cf_all is None else cf_all[rows]
     dislike = np.zeros(len(rows), np.float32)
     if len(disliked):
         dislike_sim = (vecs @ ctx.vectors[disliked].T).max(axis=1)
@@ -293,7 +293,8 @@ def _fisher_weight(likes: int) -> float:
 
 
 def _candidates(
-    ctx: RankingContext, liked: np.ndarray, direction: np.ndarray | None, cf_all: np.ndarray,
+    ctx: RankingContext, liked: np.ndarray, direction: np.ndarray | None,
+    cf_all: np.ndarray | None,
     want: int,
 ) -> np.ndarray | None:
     """The rows worth scoring; None for all of them, when that is the cheaper path
@@ -304,7 +305,7 @@ def _candidates(
     their interests (their likes, or for many likes SEARCH_QUERIES clusters of them, so a
     list costs a bounded number of searches), and the collaborative model's best.
     """
-    exact, candidates = path_costs(ctx, len(liked), want, bool(cf_all.any()))
+    exact, candidates = path_costs(ctx, len(liked), want, cf_all is not None)
     if ctx.search is None or exact <= candidates:
         return None
     per_query = _per_query(want)
@@ -317,7 +318,7 @@ def _candidates(
                 np.asarray(ctx.vectors[liked], dtype=np.float32), SEARCH_QUERIES - 1)])
         rows, _ = ctx.search(normalise(queries), per_query)
         pools.append(rows.ravel())
-        if cf_all.any():
+        if cf_all is not None:
             pools.append(np.argpartition(-cf_all, per_query)[:per_query])
     found = np.unique(np.concatenate(pools).astype(np.int64))
     return found[found >= 0]
@@ -362,17 +363,19 @@ def _interests(queries: np.ndarray, most: int, rounds: int = 5) -> np.ndarray:
     return centres
 
 
-def _collaborative(ctx: RankingContext, liked: np.ndarray) -> np.ndarray:
-    """Collaborative scores on the index rows, weighted by the evidence on both sides."""
+def _collaborative(ctx: RankingContext, liked: np.ndarray) -> np.ndarray | None:
+    """Collaborative scores on the index rows, weighted by the evidence on both sides; None
+    when the model knows nothing of the user (no array of zeros over every paper: at 1M
+    papers that alone cost a list half a millisecond)."""
     n = len(ctx.item_ids)
     model = ctx.collaborative
     if model is None or not len(liked):
-        return np.zeros(n, np.float32)
+        return None
     liked_ids = [ctx.item_ids[r] for r in liked]
     raw = model.scores_for(liked_ids)
     known_likes = int(np.sum(ctx.cf_item_evidence[liked] > 0))
     if not known_likes:
-        return np.zeros(n, np.float32)
+        return None
     # ALS predicts a preference in about [0, 1]: a scale that means the same on any dataset.
     on_rows = np.zeros(n, np.float32)
     mapped = ctx.cf_rows >= 0
