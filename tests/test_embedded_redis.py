@@ -134,7 +134,7 @@ def test_a_served_log_at_its_cap_stays_compact(data_dir: Path) -> None:
     store = FeedbackStore(client, RedisKeys("compact"), served_history_max=1_000)
     store.record_served("ada", [f"2611.{n:05d}" for n in range(1_000)], at=1.0)
     store.record_served("ada", [f"2612.{n:05d}" for n in range(200)], at=2.0)
-    assert len(store.served("ada")) == 1_000
+    assert len(store.for_list("ada").served) == 1_000
     encoding = client.object("encoding", RedisKeys("compact").served("ada"))
     assert encoding in ("ziplist", "listpack")  # 6.2 and 7 name it differently
 

@@ -71,8 +71,8 @@ def test_an_unreachable_redis_is_reported_as_unavailable(
 def test_served_papers_are_remembered_newest_last(store: FeedbackStore) -> None:
     store.record_served("ada", ["p1", "p2"], at=10.0)
     store.record_served("ada", ["p3", "p1"], at=20.0)
-    assert store.served("ada") == ["p2", "p1", "p3"]  # by time served, ties by id
-    assert store.served("bob") == []
+    assert store.for_list("ada").served == ["p2", "p1", "p3"]  # by time served, ties by id
+    assert store.for_list("bob").served == []
 
 
 def test_the_served_history_stops_at_its_cap_keeping_the_newest(
@@ -82,14 +82,14 @@ def test_the_served_history_stops_at_its_cap_keeping_the_newest(
                           RedisKeys(namespace), served_history_max=5)
     store.record_served("ada", ["p1", "p2", "p3"], at=10.0)
     store.record_served("ada", ["p4", "p5"], at=20.0)
-    assert store.served("ada") == ["p1", "p2", "p3", "p4", "p5"]  # at the cap: nothing lost
+    assert store.for_list("ada").served == ["p1", "p2", "p3", "p4", "p5"]  # at the cap
     store.record_served("ada", ["p6", "p7"], at=30.0)
-    assert store.served("ada") == ["p3", "p4", "p5", "p6", "p7"]  # the two oldest went
+    assert store.for_list("ada").served == ["p3", "p4", "p5", "p6", "p7"]  # the two oldest went
     store.record_served("ada", ["p3"], at=40.0)  # served again: newest now, nothing dropped
-    assert store.served("ada") == ["p4", "p5", "p6", "p7", "p3"]
+    assert store.for_list("ada").served == ["p4", "p5", "p6", "p7", "p3"]
     store.record_served("ada", [f"q{i}" for i in range(8)], at=50.0)  # more than the cap at once
-    assert store.served("ada") == ["q3", "q4", "q5", "q6", "q7"]
-    assert store.served("bob") == []
+    assert store.for_list("ada").served == ["q3", "q4", "q5", "q6", "q7"]
+    assert store.for_list("bob").served == []
 
 
 def test_the_served_history_cap_must_keep_something(redis_url: str) -> None:

@@ -196,10 +196,6 @@ class FeedbackStore:
             pipe.zremrangebyrank(key, 0, -self._served_max - 1)  # keep the newest only
             pipe.execute()
 
-    def served(self, user_id: str) -> list[str]:
-        with redis_errors():
-            return cast(list[str], self._redis.zrange(self._keys.served(user_id), 0, -1))
-
     def users(self) -> Iterator[str]:
         """Every user who has given feedback, bucket by bucket."""
         with redis_errors():
