@@ -102,16 +102,13 @@ def measure(size: str, workdir: Path, users: int, ks: list[int], repeats: int,
                 finally:
                     ranking.SCAN_US_PER_PAPER = saved
                 predicted_exact, predicted_candidates = ranking.path_costs(ctx, likes, k, False)
-                per_query = max(100, 4 * k)
-                queries = 1 if likes == 1 else 1 + min(likes, ranking.SEARCH_QUERIES - 1)
+                search_ef, pool = ranking.candidate_work(ctx, likes, k, False)
                 rows.append({
                     "size": size, "papers": len(ctx.item_ids), "likes": likes, "k": k,
                     "exact_us": round(exact_us, 1), "candidate_us": round(candidate_us, 1),
                     "predicted_exact_us": round(predicted_exact, 1),
                     "predicted_candidate_us": round(predicted_candidates, 1),
-                    "search_ef_units": max(ranking.HNSW_EF, per_query) * queries,
-                    "pool_rows": min(per_query * (1 + queries) + likes * ctx.neighbours.shape[1],
-                                     len(ctx.item_ids)),
+                    "search_ef_units": search_ef, "pool_rows": pool,
                     "chosen": "exact" if predicted_exact <= predicted_candidates
                     else "candidates",
                 })

@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import redis
-from redis.cluster import RedisCluster
 
 from recommender.core.config import Settings
 from recommender.corpus.store import CorpusStore
@@ -63,7 +62,7 @@ def build(settings: Settings, *, embedder: TextEncoder | None = None) -> Compone
     are not about the model pass a small deterministic one)."""
     client = connect(settings)
     keys = RedisKeys(settings.redis_namespace)
-    writes = user_writes(client, settings)
+    writes = UserWrites(client, settings.redis_wait_replicas, settings.redis_wait_ms)
     corpus = CorpusStore(settings.corpus_path)
     encoder = embedder or configured_embedder(settings)
     index_store = IndexStore(settings.index_dir)
@@ -93,14 +92,6 @@ def build(settings: Settings, *, embedder: TextEncoder | None = None) -> Compone
         digest=DigestJob(recommender, subscriptions, feedback, corpus, links,
                          settings.public_url, settings.mail_from),
     )
-
-
-def user_writes(client: redis.Redis, settings: Settings) -> UserWrites:
-    """On a Redis Cluster each user write waits for ``redis_wait_replicas`` replicas; on one
-    server or behind Sentinels it does not (recommender/storage/redis_writes.py)."""
-    clustered = isinstance(client, RedisCluster)
-    return UserWrites(client, settings.redis_wait_replicas if clustered else 0,
-                      settings.redis_wait_ms)
 
 
 def configured_embedder(settings: Settings) -> TextEncoder:

@@ -330,15 +330,21 @@ def path_costs(ctx: RankingContext, likes: int, want: int,
     ``likes`` liked rows: scoring every paper, and the candidate path (infinite without an
     approximate index). The same sums as ``_candidates`` runs: one search per query, the
     rows of each pool gathered."""
-    n = len(ctx.item_ids)
-    exact = SCAN_US_PER_PAPER * n
+    exact = SCAN_US_PER_PAPER * len(ctx.item_ids)
     if ctx.search is None:
         return exact, float("inf")
+    search_ef, pool = candidate_work(ctx, likes, want, collaborative)
+    return exact, SEARCH_US_PER_EF * search_ef + GATHER_US_PER_ROW * pool
+
+
+def candidate_work(ctx: RankingContext, likes: int, want: int,
+                   collaborative: bool) -> tuple[int, int]:
+    """What the candidate path does for such a list: the efSearch units of its searches
+    (one for the direction, one per interest) and the rows its pools gather."""
     per_query = _per_query(want)
     queries = 0 if not likes else 1 if likes == 1 else 1 + min(likes, SEARCH_QUERIES - 1)
     pool = per_query * (1 + queries + collaborative) + likes * ctx.neighbours.shape[1]
-    search = SEARCH_US_PER_EF * max(HNSW_EF, per_query) * queries
-    return exact, search + GATHER_US_PER_ROW * min(pool, n)
+    return max(HNSW_EF, per_query) * queries, min(pool, len(ctx.item_ids))
 
 
 def _per_query(want: int) -> int:

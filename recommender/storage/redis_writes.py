@@ -33,13 +33,12 @@ WAIT_MILLISECONDS = 1_000
 
 
 class UserWrites:
-    def __init__(self, client: redis.Redis, replicas: int | None = None,
+    def __init__(self, client: redis.Redis, replicas: int = WAIT_REPLICAS,
                  wait_ms: int = WAIT_MILLISECONDS) -> None:
-        """``replicas``: how many replicas must confirm each write; by default
-        ``WAIT_REPLICAS`` on a Cluster and none on one server or behind Sentinels."""
+        """``replicas``: how many replicas must confirm each write on a Cluster (0: what the
+        primary has is enough); on one server or behind Sentinels none are waited for."""
         self._client = client
-        clustered = isinstance(client, RedisCluster)
-        self.replicas = (WAIT_REPLICAS if clustered else 0) if replicas is None else replicas
+        self.replicas = replicas if isinstance(client, RedisCluster) else 0
         self._wait_ms = wait_ms
 
     def register(self, source: str) -> Script:
