@@ -199,6 +199,28 @@ def test_many_likes_cost_a_bounded_number_of_searches_and_lose_nothing(
     assert searched == [reading_list.SEARCH_QUERIES]
 
 
+def test_a_digest_of_new_papers_far_from_the_likes_is_not_cut_short(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """This week's papers may all lie far from what the reader liked, so none is among the
+    candidates found near the likes: the list then scores every paper and is as long as
+    scoring every paper makes it, not empty."""
+    monkeypatch.setattr(reading_list, "SCAN_US_PER_PAPER", 1e6)  # take the candidate path
+    ctx = two_topics(tight_a=0.6, loose_b=0.9, noise=400)
+    liked = np.array([0, 1])
+    by_score = rows(rank(ctx, liked, np.array([], int), len(ctx.item_ids)).rows)
+    new = by_score[-5:]  # the five papers least like the likes
+    ctx.dates = np.zeros(len(ctx.item_ids))
+    ctx.dates[new] = 100.0
+    searched: list[int] = []
+    large = RankingContext(ctx.vectors, ctx.neighbours, ctx.neighbour_sims, ctx.like_counts,
+                           ctx.item_ids, dates=ctx.dates,
+                           search=exact_search(ctx.vectors, searched))
+    digest = rows(rank(large, liked, np.array([], int), 10, since_day=50.0).rows)
+    assert searched  # the candidates were looked for first
+    assert sorted(digest) == sorted(new)
+    assert digest == rows(rank(ctx, liked, np.array([], int), 10, since_day=50.0).rows)
+
+
 def test_each_list_takes_the_cheaper_path() -> None:
     """Scoring every paper costs the same for any reader; the candidate path grows with the
     likes and the length of the list. The cheaper is taken, whatever the corpus size."""

@@ -161,10 +161,12 @@ def score(
     served: np.ndarray | None = None,
     exclude_served: bool = False,
     liked_vectors: np.ndarray | None = None,
+    candidates: bool = True,
 ) -> Scores:
     """Every part of the score of ``rows``; by default of every paper worth scoring for a
-    list of ``want`` (all of them over an exact index, the candidates over an approximate
-    one). ``rank`` orders these; why-not reads one paper's.
+    list of ``want`` (all of them over an exact index or where that is cheaper, else the
+    candidates over the approximate one; ``candidates=False``: all of them). ``rank`` orders
+    these; why-not reads one paper's.
 
     ``liked_vectors``: liked papers that have no row in this index yet (imported since the
     build), as vectors of the content space (``content_space.centre_query`` of their raw
@@ -176,7 +178,7 @@ def score(
     cf_all = _collaborative(ctx, liked)
     direction = _direction(ctx, liked, liked_vectors)
     likes = len(liked) + (0 if liked_vectors is None else len(liked_vectors))
-    if rows is None:
+    if rows is None and candidates:
         rows = _candidates(ctx, liked, direction, cf_all, want)
     # Every paper, or some: indexing a memory-mapped array copies, so only then.
     vecs = np.asarray(ctx.vectors) if rows is None else ctx.vectors[rows]
@@ -233,13 +235,23 @@ def rank(
 ) -> Ranked:
     liked = np.asarray(liked, dtype=np.int64)
     want = offset + k
-    parts = score(ctx, liked, disliked, want=want, served=served,
-                  exclude_served=exclude_served, liked_vectors=liked_vectors)
     personalized = bool(len(liked)) or (liked_vectors is not None and len(liked_vectors) > 0)
     if not personalized:
         diversity = COLD_START_DIVERSITY if diversity is None else diversity
-    hidden = left_out(ctx, parts.rows, liked, disliked, served=served,
-                      exclude_served=exclude_served, since_day=since_day, blocked=blocked)
+
+    def scored(candidates: bool) -> tuple[Scores, np.ndarray]:
+        parts = score(ctx, liked, disliked, want=want, served=served,
+                      exclude_served=exclude_served, liked_vectors=liked_vectors,
+                      candidates=candidates)
+        return parts, left_out(ctx, parts.rows, liked, disliked, served=served,
+                               exclude_served=exclude_served, since_day=since_day,
+                               blocked=blocked)
+
+    parts, hidden = scored(candidates=True)
+    # Candidates found near the likes may all be rated, served or out of date (a reader of
+    # one narrow topic, a digest of this week's papers): then every paper is scored.
+    if len(parts.rows) < len(ctx.item_ids) and len(hidden) - int(hidden.sum()) < want:
+        parts, hidden = scored(candidates=False)
     scores = np.where(hidden, -np.inf, parts.total)
 
     order = _top(scores, parts.vectors, want, diversity or 0.0)[offset:want]
