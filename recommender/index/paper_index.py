@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +64,12 @@ class PaperIndex:
 
     def has(self, paper_id: str) -> bool:
         return paper_id in self._row
+
+    def rows_of(self, paper_ids: Iterable[str]) -> np.ndarray:
+        """The rows of those of these papers that are indexed, in their order (a user's
+        up to 1,000 served papers: one dict lookup each, no call per paper)."""
+        rows = np.fromiter(map(self._row.get, paper_ids, repeat(-1)), dtype=np.int64)
+        return rows[rows >= 0]
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top-k rows and inner-product scores for each query row (-1 pads short results).

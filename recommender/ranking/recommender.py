@@ -180,8 +180,7 @@ class Recommender:
         model = self._collaborative.get()
         ctx = self._context.get(index, model, self._collaborative.version,
                                 self._feedback.like_counts, now)
-        served = np.asarray([index.row(p) for p in state.served if index.has(p)],
-                            dtype=np.int64)
+        served = index.rows_of(state.served)
         since_day = None if since is None else float(since.toordinal() - EPOCH)
         liked, disliked = _rows(index, signals, "like"), _rows(index, signals, "dislike")
         rules = state.rules
@@ -239,8 +238,7 @@ class _ListInputs:
 
 def _rows(index: PaperIndex, signals: list[Feedback], signal: Signal) -> np.ndarray:
     """Index rows of the papers given this signal (papers not indexed yet are left out)."""
-    return np.asarray([index.row(f.paper_id) for f in signals
-                       if f.signal == signal and index.has(f.paper_id)], dtype=np.int64)
+    return index.rows_of(f.paper_id for f in signals if f.signal == signal)
 
 
 def _nearest_unindexed(ranked: Ranked, ctx: RankingContext, ids: list[str],
