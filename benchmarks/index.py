@@ -605,8 +605,8 @@ def bench_size(label: str, args: argparse.Namespace, workdir: Path) -> dict[str,
 
 
 # (query rows, k): 100 likes searched one by one with 200 candidates each (the brief), fewer
-# candidates per like, and the ranking's current SEARCH_QUERIES=8 interest clusters with
-# per_query = max(100, 4 * want).
+# candidates per like, and 8 interest clusters with per_query = max(100, 4 * want) (what the
+# ranking searched before its one search and graph walk).
 BATCH_SHAPES = ((100, 200), (100, 50), (100, 20), (16, 200), (8, 200), (8, 100))
 
 
@@ -627,8 +627,9 @@ def batch_shapes(search: Searcher, index: Any, params: dict[str, int], queries: 
     return out
 
 
-# What the ranking asks for per request: its SEARCH_QUERIES=8 interest clusters (or, before
-# that change, one row per like) with per_query = max(100, 4 * want) candidates each.
+# What the ranking asked for per request (results/index.json): 8 interest clusters (before
+# them, one row per like) with per_query = max(100, 4 * want) candidates each; it now makes
+# one search for the user's direction and walks the neighbour graph.
 SERVICE_SHAPES = ((8, 100), (8, 200), (100, 100), (100, 200))
 
 

@@ -179,10 +179,11 @@ def test_candidates_from_each_liked_paper_match_scoring_every_paper(
     assert {r < 20 for r in spread} == {True, False}  # both interests are served
 
 
-def test_many_likes_cost_a_bounded_number_of_searches_and_lose_nothing(
+def test_many_likes_cost_one_search_and_lose_nothing(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """A reader with 36 likes across twelve topics: the candidate path makes at most
-    SEARCH_QUERIES searches, yet ranks exactly as scoring every paper does."""
+    """A reader with 36 likes across twelve topics: the candidate path makes one search (for
+    their direction, a mix of all twelve), and its walk of the neighbour graph from the likes
+    ranks exactly as scoring every paper does."""
     monkeypatch.setattr(reading_list, "SCAN_US_PER_PAPER", 1e6)  # take the candidate path
     rng = np.random.default_rng(3)
     axes = np.eye(DIM)
@@ -196,7 +197,7 @@ def test_many_likes_cost_a_bounded_number_of_searches_and_lose_nothing(
     large = RankingContext(ctx.vectors, ctx.neighbours, ctx.neighbour_sims, ctx.like_counts,
                            ctx.item_ids, search=exact_search(ctx.vectors, searched))
     assert rows(rank(large, liked, np.array([], int), 20).rows) == everything
-    assert searched == [reading_list.SEARCH_QUERIES]
+    assert searched == [1]
 
 
 def test_a_digest_of_new_papers_far_from_the_likes_is_not_cut_short(
@@ -219,6 +220,34 @@ def test_a_digest_of_new_papers_far_from_the_likes_is_not_cut_short(
     assert searched  # the candidates were looked for first
     assert sorted(digest) == sorted(new)
     assert digest == rows(rank(ctx, liked, np.array([], int), 10, since_day=50.0).rows)
+
+
+def test_the_walk_from_the_likes_finds_what_a_lost_search_misses(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three loose topics of 80 papers, one like in each: the user's direction lies between
+    them, where an approximate index's search may find nothing. Walking the stored neighbour
+    graph from the likes still finds nearly all of the list that scoring every paper gives,
+    and far more than the likes' own neighbours do."""
+    monkeypatch.setattr(reading_list, "SCAN_US_PER_PAPER", 1e6)  # take the candidate path
+    rng = np.random.default_rng(5)
+    axes = np.eye(DIM)
+    vectors = np.vstack([cluster(rng, axes[t], 80, 1.0) for t in range(3)]
+                        + [cluster(rng, np.zeros(DIM), 300, np.sqrt(DIM))]).astype(np.float32)
+    ctx = build_context(vectors, np.zeros(len(vectors)), None,
+                        [f"p{i}" for i in range(len(vectors))])
+    liked = np.array([0, 80, 160])
+    everything = set(rows(rank(ctx, liked, np.array([], int), 20).rows))
+
+    def lost(queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        return np.full((len(queries), k), -1), np.zeros((len(queries), k))
+
+    large = RankingContext(ctx.vectors, ctx.neighbours, ctx.neighbour_sims, ctx.like_counts,
+                           ctx.item_ids, search=lost)
+    walked = set(rows(rank(large, liked, np.array([], int), 20).rows))
+    monkeypatch.setattr(reading_list, "WALK_ROUNDS", 0)
+    unwalked = set(rows(rank(large, liked, np.array([], int), 20).rows))
+    assert len(walked & everything) >= 18
+    assert len(unwalked & everything) <= 12
 
 
 def test_each_list_takes_the_cheaper_path() -> None:

@@ -38,7 +38,11 @@ DISLIKE_FLOOR = 0.2
 COLD_START_DIVERSITY = 0.5  # a list for a user without likes spreads across the collection
 DENSITY_WEIGHT = 0.01  # breaks ties in favour of mainstream papers (dense neighbourhoods)
 SERVED_PENALTY = 0.15  # subtracted from papers already served (unless they are excluded)
-SEARCH_QUERIES = 8  # at most this many index searches per list: one per interest of the user
+# The candidate path walks the stored neighbour graph from what it found: the neighbours of
+# the WALK_BEST best candidates join, for at most WALK_ROUNDS rounds (benchmarks/README.md,
+# "The cheapest path": it replaced one index search per interest of the user).
+WALK_BEST = 50
+WALK_ROUNDS = 3
 # What the two ways to a list cost, in microseconds of one core (benchmarks/path_cost.py;
 # benchmarks/README.md, "The cheapest path"): scoring every paper streams each vector once;
 # the candidate path searches the approximate index (a search visits about efSearch nodes)
@@ -178,10 +182,14 @@ def score(
     cf_all = _collaborative(ctx, liked)
     direction = _direction(ctx, liked, liked_vectors)
     likes = len(liked) + (0 if liked_vectors is None else len(liked_vectors))
+    vecs = None
     if rows is None and candidates:
-        rows = _candidates(ctx, liked, direction, cf_all, want)
+        found = _candidates(ctx, liked, direction, cf_all, want)
+        if found is not None:
+            rows, vecs = found
     # Every paper, or some: indexing a memory-mapped array copies, so only then.
-    vecs = np.asarray(ctx.vectors) if rows is None else ctx.vectors[rows]
+    if vecs is None:
+        vecs = np.asarray(ctx.vectors) if rows is None else ctx.vectors[rows]
     rows = np.arange(len(ctx.item_ids)) if rows is None else np.asarray(rows, dtype=np.int64)
     if direction is None:
         content = np.zeros(len(rows), np.float32)
@@ -308,14 +316,14 @@ def _candidates(
     ctx: RankingContext, liked: np.ndarray, direction: np.ndarray | None,
     cf_all: np.ndarray | None,
     want: int,
-) -> np.ndarray | None:
-    """The rows worth scoring; None for all of them, when that is the cheaper path
-    (``path_costs``: small corpora, or a long list over a mid-sized one).
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The rows worth scoring and their vectors; None for all of them, when that is the
+    cheaper path (``path_costs``: small corpora, or a long list over a mid-sized one).
 
     The candidates: the most popular papers, each liked paper's stored neighbours (no search
-    needed), the approximate index's nearest papers to the user's direction and to each of
-    their interests (their likes, or for many likes SEARCH_QUERIES clusters of them, so a
-    list costs a bounded number of searches), and the collaborative model's best.
+    needed), the approximate index's nearest papers to the user's direction and the
+    collaborative model's best; then ``_walk`` follows the neighbour graph from the best of
+    them.
     """
     exact, candidates = path_costs(ctx, len(liked), want, cf_all is not None)
     if ctx.search is None or exact <= candidates:
@@ -324,24 +332,53 @@ def _candidates(
     pools = [ctx.popular_rows[:per_query]]
     if direction is not None:
         pools.append(np.asarray(ctx.neighbours[liked]).ravel())
-        queries = direction[None, :]  # with one like, its vector: the same query
-        if len(liked) > 1:
-            queries = np.vstack([queries, _interests(
-                np.asarray(ctx.vectors[liked], dtype=np.float32), SEARCH_QUERIES - 1)])
-        rows, _ = ctx.search(normalise(queries), per_query)
+        rows, _ = ctx.search(normalise(direction[None, :]), per_query)
         pools.append(rows.ravel())
         if cf_all is not None:
             pools.append(np.argpartition(-cf_all, per_query)[:per_query])
     found = np.unique(np.concatenate(pools).astype(np.int64))
-    return found[found >= 0]
+    found = found[found >= 0]
+    vectors = ctx.vectors[found]
+    if direction is None:
+        return found, vectors
+    return _walk(ctx, found, vectors, direction, expanded=liked)
+
+
+def _walk(ctx: RankingContext, rows: np.ndarray, vectors: np.ndarray, direction: np.ndarray,
+          expanded: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The candidates, with what a best-first walk of the stored neighbour graph adds: each
+    round the stored neighbours of the WALK_BEST candidates closest to the user's direction
+    join (those not expanded yet: the likes' are already in), until no new paper comes in or
+    after WALK_ROUNDS rounds.
+
+    The graph is entered at every like, so a reader of several topics is followed into each;
+    a search of the approximate index for their one direction, a mix of those topics, lands in
+    one of them or in none (at 1M papers, 100 likes: as good as 8 searches, one per interest,
+    at a third of the cost; benchmarks/README.md, "The cheapest path")."""
+    scores = vectors @ direction
+    for _ in range(WALK_ROUNDS):
+        best = rows[np.argpartition(-scores, min(WALK_BEST, len(rows)) - 1)[:WALK_BEST]]
+        best = np.setdiff1d(best, expanded)
+        if not len(best):
+            break
+        expanded = np.concatenate([expanded, best])
+        new = np.setdiff1d(np.asarray(ctx.neighbours[best]).ravel(), rows)
+        new = new[new >= 0]
+        if not len(new):
+            break
+        new_vectors = ctx.vectors[new]
+        rows = np.concatenate([rows, new])
+        vectors = np.concatenate([vectors, new_vectors])
+        scores = np.concatenate([scores, new_vectors @ direction])
+    return rows, vectors
 
 
 def path_costs(ctx: RankingContext, likes: int, want: int,
                collaborative: bool) -> tuple[float, float]:
     """Estimated microseconds of the two paths for a list of ``want`` for a user with
     ``likes`` liked rows: scoring every paper, and the candidate path (infinite without an
-    approximate index). The same sums as ``_candidates`` runs: one search per query, the
-    rows of each pool gathered."""
+    approximate index). The same sums as ``_candidates`` runs: its search, the rows of each
+    pool gathered."""
     exact = SCAN_US_PER_PAPER * len(ctx.item_ids)
     if ctx.search is None:
         return exact, float("inf")
@@ -351,10 +388,11 @@ def path_costs(ctx: RankingContext, likes: int, want: int,
 
 def candidate_work(ctx: RankingContext, likes: int, want: int,
                    collaborative: bool) -> tuple[int, int]:
-    """What the candidate path does for such a list: the efSearch units of its searches
-    (one for the direction, one per interest) and the rows its pools gather."""
+    """What the candidate path does for such a list: the efSearch units of its search (one,
+    for the user's direction) and the rows its pools gather. The walk is not priced: it
+    adds a few dozen rows (15-75 on average at 100k and 1M papers, benchmarks/path_cost.py)."""
     per_query = _per_query(want)
-    queries = 0 if not likes else 1 if likes == 1 else 1 + min(likes, SEARCH_QUERIES - 1)
+    queries = 1 if likes else 0
     pool = per_query * (1 + queries + collaborative) + likes * ctx.neighbours.shape[1]
     return max(HNSW_EF, per_query) * queries, min(pool, len(ctx.item_ids))
 
@@ -363,22 +401,6 @@ def _per_query(want: int) -> int:
     """Candidates taken from each pool: an HNSW search costs about the same up to
     k=efSearch."""
     return max(100, 4 * want)
-
-
-def _interests(queries: np.ndarray, most: int, rounds: int = 5) -> np.ndarray:
-    """At most ``most`` query vectors standing for ``queries``: themselves when few, else the
-    centres of a small spherical k-means (deterministic: seeded with evenly spaced rows)."""
-    if len(queries) <= most:
-        return queries
-    centres = queries[np.linspace(0, len(queries) - 1, most).astype(np.int64)].copy()
-    for _ in range(rounds):
-        nearest = (queries @ centres.T).argmax(axis=1)
-        for c in range(most):
-            members = queries[nearest == c]
-            if len(members):
-                centres[c] = members.sum(axis=0)
-        centres /= np.maximum(np.linalg.norm(centres, axis=1, keepdims=True), 1e-12)
-    return centres
 
 
 def _collaborative(ctx: RankingContext, liked: np.ndarray) -> np.ndarray | None:
