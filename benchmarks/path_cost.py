@@ -15,7 +15,9 @@ for the measurement, so both paths are timed at every size. Then for --users use
 count (1, 10, 100 likes from one to five topics: seed papers and their stored neighbours)
 and each list length (--k: 20, the API's default, and 300, the evaluation's deepest cut-off)
 it times ``rank`` on each path (median of --repeats, one BLAS and one FAISS thread as a
-worker ranks), and records which path ``rank`` chooses and what the other would have cost.
+worker ranks), records which path ``rank`` chooses and what the other would have cost, and
+how much of the list the candidate path shares with scoring every paper (``agreement``: the
+fraction of its k papers in the exact list).
 
     .venv/bin/python benchmarks/path_cost.py --sizes 17k,100k,1M --workdir var/bench
 
@@ -77,6 +79,10 @@ def timed_us(ctx: ranking.RankingContext, liked: np.ndarray, k: int, repeats: in
     return statistics.median(times)
 
 
+def ranked(ctx: ranking.RankingContext, liked: np.ndarray, k: int) -> list[int]:
+    return [int(r) for r in ranking.rank(ctx, liked, np.zeros(0, np.int64), k).rows]
+
+
 def measure(size: str, workdir: Path, users: int, ks: list[int], repeats: int,
             seed: int) -> list[dict[str, Any]]:
     data_dir = build(size, workdir, seed, direct=size == "1M")
@@ -99,6 +105,7 @@ def measure(size: str, workdir: Path, users: int, ks: list[int], repeats: int,
                 ranking.SCAN_US_PER_PAPER = float("inf")  # force the candidate path
                 try:
                     candidate_us = timed_us(ctx, liked, k, repeats)
+                    agreement = len(set(ranked(scanning, liked, k)) & set(ranked(ctx, liked, k)))
                 finally:
                     ranking.SCAN_US_PER_PAPER = saved
                 predicted_exact, predicted_candidates = ranking.path_costs(ctx, likes, k, False)
@@ -109,6 +116,7 @@ def measure(size: str, workdir: Path, users: int, ks: list[int], repeats: int,
                     "predicted_exact_us": round(predicted_exact, 1),
                     "predicted_candidate_us": round(predicted_candidates, 1),
                     "search_ef_units": search_ef, "pool_rows": pool,
+                    "agreement": round(agreement / k, 4),
                     "chosen": "exact" if predicted_exact <= predicted_candidates
                     else "candidates",
                 })
@@ -141,6 +149,7 @@ def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         taken = exact if chosen == "exact" else candidates
         out.append({"size": size, "likes": likes, "k": k, "exact_ms": round(exact / 1e3, 2),
                     "candidates_ms": round(candidates / 1e3, 2), "chosen": chosen,
+                    "agreement": round(statistics.mean(r["agreement"] for r in group), 3),
                     "taken_over_cheaper": round(taken / min(exact, candidates), 2)})
     return out
 
