@@ -63,7 +63,7 @@ def chunk_encoder(embedder: TextEncoder, processes: int,
 def _start_worker(directory: str) -> None:
     global _session
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    _session = OnnxSession(Path(directory), threads=1)
+    _session = OnnxSession(Path(directory))
 
 
 def _run(feeds: Feeds) -> np.ndarray:
