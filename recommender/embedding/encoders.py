@@ -10,12 +10,14 @@ Backends (``PAPERREC_EMBED_BACKEND``) run the same model three ways:
 - ``onnx``: the model exported to ONNX once (pooling and normalisation inside the graph) and
   run by ONNX Runtime: the same vectors (cosine 1.0000 to torch);
 - ``onnx-int8`` (the default): that export with int8 weights (dynamic quantisation of the
-  MatMuls, per channel): 2.4-2.6x the papers/s of torch on real abstracts, mean cosine 0.995
-  to torch, citeulike-a P10 Recall@300 0.3% lower (relative); it starts in under a second
-  without importing torch (benchmarks/README.md, "Embedding").
+  MatMuls, per channel): 1.9-2.6x the papers/s of plain sentence-transformers ``encode`` on
+  2 AVX2 cores (2.4-2.8x on 2 AVX-512 VNNI cores, measured before batches ran at once);
+  mean cosine 0.992 to 0.995 to torch, citeulike-a P10 Recall@300 0.3% lower (relative);
+  it starts in under a second without importing torch (benchmarks/README.md, "Embedding").
 
 ONNX backends tokenize every text once and batch them longest first, at most
-``TOKENS_PER_BATCH`` tokens a batch, so a batch pads to nearly nothing. The export lives in
+``TOKENS_PER_BATCH`` tokens a batch, so a batch pads to nearly nothing, and run the batches
+at once on one single-threaded session, one thread per core. The export lives in
 ``export_dir`` (default ``~/.cache/paperrec/embedders``, keyed by the model files and library
 versions), made once.
 Vectors from different backends are different numbers: the cache keys them by
