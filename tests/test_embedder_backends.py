@@ -14,7 +14,13 @@ from recommender.core.errors import InvalidInput
 from recommender.core.papers import Paper
 from recommender.corpus.formats import read_papers
 from recommender.embedding.cache import EmbeddingCache, cached_vectors
-from recommender.embedding.encoders import BACKENDS, Embedder, shared_embedder, vector_key
+from recommender.embedding.encoders import (
+    BACKENDS,
+    Embedder,
+    OnnxEncoder,
+    shared_embedder,
+    vector_key,
+)
 
 
 @pytest.fixture(scope="module")
@@ -72,6 +78,22 @@ def test_the_fast_backends_match_sentence_transformers_on_the_sample_corpus(
     # here, 33 of 38 first neighbours equal, all 38 within torch's three nearest.
     ours, theirs = _nearest(vectors), _nearest(torch_vectors)
     assert np.mean([a in t[:3] for a, t in zip(ours[:, 0], theirs, strict=True)]) >= 0.95
+
+
+@pytest.mark.model
+def test_batches_run_at_once_give_the_vectors_of_running_them_one_by_one(
+    sample: list[Paper], export_dir: Path
+) -> None:
+    encoder = Embedder(DEFAULT_MODEL, backend="onnx-int8", export_dir=export_dir).loaded()
+    assert isinstance(encoder, OnnxEncoder)
+    texts = [p.text for p in sample] + ["Attention is all you need", "Graph neural networks"]
+    batches = encoder.batches(texts, 64)
+    assert len(batches) > 2  # long abstracts: several batches, so several threads run
+    one_by_one = np.empty((len(texts), encoder.dimension), dtype=np.float32)
+    for rows, feeds in batches:
+        one_by_one[rows] = encoder.session.run(feeds)
+    encoder.workers = 3  # at once, whatever the cores of the machine the tests run on
+    np.testing.assert_array_equal(encoder.encode(texts, 64), one_by_one)
 
 
 def _nearest(vectors: np.ndarray) -> np.ndarray:

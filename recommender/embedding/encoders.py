@@ -10,12 +10,14 @@ Backends (``PAPERREC_EMBED_BACKEND``) run the same model three ways:
 - ``onnx``: the model exported to ONNX once (pooling and normalisation inside the graph) and
   run by ONNX Runtime: the same vectors (cosine 1.0000 to torch);
 - ``onnx-int8`` (the default): that export with int8 weights (dynamic quantisation of the
-  MatMuls, per channel): 2.4-2.6x the papers/s of torch on real abstracts, mean cosine 0.995
-  to torch, citeulike-a P10 Recall@300 0.3% lower (relative); it starts in under a second
-  without importing torch (benchmarks/README.md, "Embedding").
+  MatMuls, per channel): 1.9-2.6x the papers/s of plain sentence-transformers ``encode`` on
+  2 AVX2 cores (2.4-2.8x on 2 AVX-512 VNNI cores, measured before batches ran at once);
+  mean cosine 0.992 to 0.995 to torch, citeulike-a P10 Recall@300 0.3% lower (relative);
+  it starts in under a second without importing torch (benchmarks/README.md, "Embedding").
 
 ONNX backends tokenize every text once and batch them longest first, at most
-``TOKENS_PER_BATCH`` tokens a batch, so a batch pads to nearly nothing. The export lives in
+``TOKENS_PER_BATCH`` tokens a batch, so a batch pads to nearly nothing, and run the batches
+at once on one single-threaded session, one thread per core. The export lives in
 ``export_dir`` (default ``~/.cache/paperrec/embedders``, keyed by the model files and library
 versions), made once.
 Vectors from different backends are different numbers: the cache keys them by
@@ -30,6 +32,7 @@ import os
 import tempfile
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -138,18 +141,18 @@ Feeds = dict[str, np.ndarray]  # one ONNX batch: input name -> int64 array
 
 class OnnxSession:
     """An exported model's ONNX Runtime session: padded token ids in, unit vectors out.
-    ``threads`` intra-op threads (default: every core this process may use)."""
+    Single-threaded: the encoder runs whole batches on it at once, one thread per core
+    (``run`` may be called from several threads; it releases the GIL)."""
 
-    def __init__(self, directory: Path, threads: int = 0) -> None:
+    def __init__(self, directory: Path) -> None:
         import onnxruntime as ort
 
         options = ort.SessionOptions()
-        options.intra_op_num_threads = threads or len(os.sched_getaffinity(0))
+        # One thread per run, no intra-op pool: splitting each MatMul across threads made
+        # every small batch wait for its slowest thread, and on a shared machine the pool's
+        # threads waited for cores (benchmarks/README.md, "Embedding").
+        options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
-        # Idle threads sleep rather than spin: on a shared machine (a gunicorn worker beside
-        # others, a rebuild beside the service) spinning takes cores from the rest and made
-        # embedding slower, not faster (benchmarks/README.md).
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
         self.session = ort.InferenceSession(str(directory / "model.onnx"), options,
                                             providers=["CPUExecutionProvider"])
@@ -175,6 +178,7 @@ class OnnxEncoder:
         self.pad_id = int(meta["pad_id"])
         self.dimension = int(meta["dimension"])
         self.session = OnnxSession(directory)
+        self.workers = len(os.sched_getaffinity(0))  # batches run at once: one per core
 
     def batches(self, texts: list[str], batch_size: int) -> list[tuple[np.ndarray, Feeds]]:
         """The texts tokenized once and cut into batches, longest first, so a batch pads to
@@ -203,9 +207,20 @@ class OnnxEncoder:
         return out
 
     def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
+        """The texts' unit vectors, in order. The batches run on the one session at once,
+        one thread per core, each taking the next batch when it is done (longest first),
+        so no core waits for another; the vectors are those of running them one by one."""
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
-        for rows, feeds in self.batches(texts, batch_size):
-            out[rows] = self.session.run(feeds)
+        batches = self.batches(texts, batch_size)
+        workers = min(self.workers, len(batches))
+        if workers < 2:
+            for rows, feeds in batches:
+                out[rows] = self.session.run(feeds)
+            return out
+        with ThreadPoolExecutor(workers, thread_name_prefix="paperrec-embed") as pool:
+            results = pool.map(self.session.run, [feeds for _, feeds in batches])
+            for (rows, _), vectors in zip(batches, results, strict=True):
+                out[rows] = vectors
         return out
 
 

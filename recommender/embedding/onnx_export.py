@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 
 EXPORT_FORMAT = 1  # bump when the exported graph or its files change: old exports are ignored
+# (the vectors' cache key, encoders.vector_key, does not include it: a change that changes the
+# vectors must change that key too, or cached vectors of the old graph are reused)
 
 
 def exported(name: str, backend: str, export_dir: Path) -> Path:

@@ -1,12 +1,11 @@
 """Embedding in worker processes, one per core (``PAPERREC_EMBED_PROCESSES``, default 1: off).
 
-Why processes: an ONNX Runtime session splits each batch's MatMuls across its intra-op
-threads, and the batches of long abstracts are small (at most ``TOKENS_PER_BATCH`` tokens), so
-every batch waits for its slowest thread; a single-threaded session per core, on whole batches
-of its own, never waits. Measured on 2 shared cores (benchmarks/README.md, "Embedding") they
-did not pay: the process's own two-thread session was faster (56 against 43 abstracts a
-second, starting the workers included), hence off by default; machines with more, idle cores
-may gain from them.
+Why processes: one per core, each running whole batches on a single-threaded session of its
+own. Measured on 2 shared cores (benchmarks/README.md, "Embedding") they do not pay: the
+process itself runs its batches the same way, on one thread per core sharing one session
+(``OnnxEncoder.encode``), without starting interpreters or loading the model again, hence
+off by default; machines with many cores, where one process's threads contend for the GIL
+between batches, may gain from them.
 
 This process tokenizes and cuts the batches exactly as ``Embedder.encode`` does; the workers
 only run the ONNX session on them. So the vectors are those of the in-process path: int8
@@ -63,7 +62,7 @@ def chunk_encoder(embedder: TextEncoder, processes: int,
 def _start_worker(directory: str) -> None:
     global _session
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    _session = OnnxSession(Path(directory), threads=1)
+    _session = OnnxSession(Path(directory))
 
 
 def _run(feeds: Feeds) -> np.ndarray:
