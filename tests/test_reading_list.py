@@ -63,6 +63,22 @@ def exact_search(vectors: np.ndarray, calls: list[int]) -> reading_list.Search:
     return search
 
 
+def topics(seed: int, count: int, size: int, spread: float, noise: int) -> RankingContext:
+    """``count`` topics of ``size`` papers (rows t * size ...), then unrelated papers."""
+    rng = np.random.default_rng(seed)
+    axes = np.eye(DIM)
+    vectors = np.vstack([cluster(rng, axes[t], size, spread) for t in range(count)]
+                        + [cluster(rng, np.zeros(DIM), noise, np.sqrt(DIM))]).astype(np.float32)
+    return build_context(vectors, np.zeros(len(vectors)), None,
+                         [f"p{i}" for i in range(len(vectors))])
+
+
+def searching(ctx: RankingContext, search: reading_list.Search) -> RankingContext:
+    """The same papers over an approximate index whose search is ``search``."""
+    return RankingContext(ctx.vectors, ctx.neighbours, ctx.neighbour_sims, ctx.like_counts,
+                          ctx.item_ids, dates=ctx.dates, search=search)
+
+
 def test_papers_on_the_liked_topic_come_first_and_rated_papers_never() -> None:
     ctx = two_topics()
     top = rows(rank(ctx, np.array([0, 1]), np.array([50]), 100).rows)
@@ -172,8 +188,7 @@ def test_candidates_from_each_liked_paper_match_scoring_every_paper(
     everything = rows(rank(ctx, liked, np.array([], int), 10).rows)
     spread = rows(rank(ctx, liked, np.array([], int), 10, diversity=1.0).rows)
 
-    large = RankingContext(ctx.vectors, ctx.neighbours, ctx.neighbour_sims, ctx.like_counts,
-                           ctx.item_ids, search=exact_search(ctx.vectors, []))
+    large = searching(ctx, exact_search(ctx.vectors, []))
     assert rows(rank(large, liked, np.array([], int), 10).rows) == everything
     assert rows(rank(large, liked, np.array([], int), 10, diversity=1.0).rows) == spread
     assert {r < 20 for r in spread} == {True, False}  # both interests are served
@@ -185,17 +200,11 @@ def test_many_likes_cost_one_search_and_lose_nothing(
     their direction, a mix of all twelve), and its walk of the neighbour graph from the likes
     ranks exactly as scoring every paper does."""
     monkeypatch.setattr(reading_list, "SCAN_US_PER_PAPER", 1e6)  # take the candidate path
-    rng = np.random.default_rng(3)
-    axes = np.eye(DIM)
-    vectors = np.vstack([cluster(rng, axes[t], 15, 0.5) for t in range(12)]
-                        + [cluster(rng, np.zeros(DIM), 600, np.sqrt(DIM))]).astype(np.float32)
-    ctx = build_context(vectors, np.zeros(len(vectors)), None,
-                        [f"p{i}" for i in range(len(vectors))])
+    ctx = topics(3, count=12, size=15, spread=0.5, noise=600)
     liked = np.array([15 * t + i for t in range(12) for i in range(3)])
     everything = rows(rank(ctx, liked, np.array([], int), 20).rows)
     searched: list[int] = []
-    large = RankingContext(ctx.vectors, ctx.neighbours, ctx.neighbour_sims, ctx.like_counts,
-                           ctx.item_ids, search=exact_search(ctx.vectors, searched))
+    large = searching(ctx, exact_search(ctx.vectors, searched))
     assert rows(rank(large, liked, np.array([], int), 20).rows) == everything
     assert searched == [1]
 
@@ -213,9 +222,7 @@ def test_a_digest_of_new_papers_far_from_the_likes_is_not_cut_short(
     ctx.dates = np.zeros(len(ctx.item_ids))
     ctx.dates[new] = 100.0
     searched: list[int] = []
-    large = RankingContext(ctx.vectors, ctx.neighbours, ctx.neighbour_sims, ctx.like_counts,
-                           ctx.item_ids, dates=ctx.dates,
-                           search=exact_search(ctx.vectors, searched))
+    large = searching(ctx, exact_search(ctx.vectors, searched))
     digest = rows(rank(large, liked, np.array([], int), 10, since_day=50.0).rows)
     assert searched  # the candidates were looked for first
     assert sorted(digest) == sorted(new)
@@ -229,20 +236,14 @@ def test_the_walk_from_the_likes_finds_what_a_lost_search_misses(
     graph from the likes still finds nearly all of the list that scoring every paper gives,
     and far more than the likes' own neighbours do."""
     monkeypatch.setattr(reading_list, "SCAN_US_PER_PAPER", 1e6)  # take the candidate path
-    rng = np.random.default_rng(5)
-    axes = np.eye(DIM)
-    vectors = np.vstack([cluster(rng, axes[t], 80, 1.0) for t in range(3)]
-                        + [cluster(rng, np.zeros(DIM), 300, np.sqrt(DIM))]).astype(np.float32)
-    ctx = build_context(vectors, np.zeros(len(vectors)), None,
-                        [f"p{i}" for i in range(len(vectors))])
+    ctx = topics(5, count=3, size=80, spread=1.0, noise=300)
     liked = np.array([0, 80, 160])
     everything = set(rows(rank(ctx, liked, np.array([], int), 20).rows))
 
     def lost(queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         return np.full((len(queries), k), -1), np.zeros((len(queries), k))
 
-    large = RankingContext(ctx.vectors, ctx.neighbours, ctx.neighbour_sims, ctx.like_counts,
-                           ctx.item_ids, search=lost)
+    large = searching(ctx, lost)
     walked = set(rows(rank(large, liked, np.array([], int), 20).rows))
     monkeypatch.setattr(reading_list, "WALK_ROUNDS", 0)
     unwalked = set(rows(rank(large, liked, np.array([], int), 20).rows))
@@ -255,9 +256,7 @@ def test_each_list_takes_the_cheaper_path() -> None:
     likes and the length of the list. The cheaper is taken, whatever the corpus size."""
     ctx = two_topics(tight_a=0.6, loose_b=0.9, noise=400)
     searched: list[int] = []
-    approximate = RankingContext(ctx.vectors, ctx.neighbours, ctx.neighbour_sims,
-                                 ctx.like_counts, ctx.item_ids,
-                                 search=exact_search(ctx.vectors, searched))
+    approximate = searching(ctx, exact_search(ctx.vectors, searched))
 
     def sized(papers: int) -> RankingContext:
         ctx = copy.copy(approximate)
