@@ -362,9 +362,7 @@ def _walk(ctx: RankingContext, rows: np.ndarray, vectors: np.ndarray, direction:
     scores = vectors @ direction
     known = np.zeros(len(ctx.item_ids), bool)  # a mask, not sorted sets: no sort a round
     known[rows] = True
-    was_expanded = np.zeros(len(ctx.item_ids), bool)
-    was_expanded[expanded] = True
-    closed = was_expanded[rows]
+    closed = np.isin(rows, expanded)
     for _ in range(WALK_ROUNDS):
         open_scores = np.where(closed, -np.inf, scores)
         count = min(best, len(rows) - int(closed.sum()))
@@ -402,7 +400,7 @@ def candidate_work(ctx: RankingContext, likes: int, want: int,
     """What the candidate path does for such a list: the efSearch units of its search (one,
     for the user's direction) and the rows its pools gather. The walk is not priced: it
     adds 100-500 rows on average at 100k and 1M papers (synthetic readers of 10 and 100
-    likes), a fifth of the likes' neighbours it starts from at 100 likes."""
+    likes)."""
     per_query = _per_query(want)
     queries = 1 if likes else 0
     pool = (per_query * (1 + queries + collaborative)
