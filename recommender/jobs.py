@@ -165,8 +165,10 @@ def rebuild_index(corpus: CorpusStore, embedder: TextEncoder, embedding_cache: P
     vectors, embedded = cached_vectors(embedder, embedding_cache, hashes, texts_of, progress,
                                        embed, processes, clock)
     # The variant the vectors were made by (model and backend): vectors of another never mix.
+    # ``vectors`` is not read past this, so a full build centres it in place.
     published = index.publish(ids, vectors, days, model, exact_max, hashes=hashes,
-                              embedding=embedder.variant, full=full, clock=clock)
+                              embedding=embedder.variant, full=full, clock=clock,
+                              overwrite=True)
     return RebuildSummary(published.version, len(ids), embedded, time.perf_counter() - started,
                           str(published.meta["build"]), str(published.meta["build_reason"]),
                           str(clock))

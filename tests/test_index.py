@@ -127,3 +127,23 @@ def test_an_unknown_paper_is_not_found(tmp_path: Path) -> None:
     index = IndexStore(tmp_path).publish(ids(3), random_unit(3), no_days(3), "m", exact_max=100)
     with pytest.raises(NotFound, match="rebuild-index"):
         index.row("nope")
+
+
+def test_a_build_that_may_overwrite_its_vectors_builds_the_same_space(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from recommender.index import content_space
+
+    raw = random_unit(1500, seed=5) * 3 + 0.5  # uncentred and not of unit length
+    kept = raw.copy()
+    plain, _ = content_space.build_indexed_space(raw, exact_max=1000)
+    assert np.array_equal(raw, kept)  # by default the caller's vectors are left alone
+    # Searched a few rows at a time for their neighbours, as a million papers are.
+    monkeypatch.setattr(content_space, "SEARCH_CHUNK", 64)
+    given = raw.copy()
+    frugal, _ = content_space.build_indexed_space(given, exact_max=1000, overwrite=True)
+    assert np.shares_memory(frugal.vectors, given)  # no copy of its own
+    assert np.allclose(frugal.vectors, plain.vectors, atol=1e-6)
+    assert np.allclose(frugal.mean, plain.mean)
+    for name in ("neighbours", "augment_neighbours"):
+        same = (getattr(frugal, name) == getattr(plain, name)).mean()
+        assert same > 0.99, name  # the same graphs (HNSW builds may differ in a tie or two)

@@ -33,6 +33,7 @@ NEIGHBOUR_POWER = 3.0
 HNSW_M = 32
 HNSW_EF = 128
 BLEND_CHUNK = 8192  # papers blended at a time (each gathers its neighbours' vectors)
+SEARCH_CHUNK = 16_384  # rows searched at a time for their nearest neighbours
 REVERSE_CANDIDATES = 64  # approximate (HNSW) extension: candidates searched per added paper
 
 
@@ -84,13 +85,19 @@ def nearest_neighbours(
     if k <= 0:
         return np.zeros((n, 0), np.int32), np.zeros((n, 0), np.float32)
     index = build_faiss(vectors, exact_max) if index is None else index
-    sims, rows = index.search(vectors, k + 1)
-    # Drop each row itself (usually first; not always, with exact duplicates).
-    keep = rows != np.arange(n)[:, None]
-    keep[keep.sum(axis=1) > k, -1] = False
-    rows = rows[keep].reshape(n, k)
-    sims = sims[keep].reshape(n, k)
-    return rows.astype(np.int32), sims.astype(np.float32)
+    rows = np.empty((n, k), np.int32)
+    sims = np.empty((n, k), np.float32)
+    # A chunk at a time: FAISS answers in int64 and float32 with one more column, and the
+    # whole answer at once was 1 GB more at a million papers.
+    for start in range(0, n, SEARCH_CHUNK):
+        part = slice(start, min(n, start + SEARCH_CHUNK))
+        found_sims, found = index.search(np.ascontiguousarray(vectors[part]), k + 1)
+        # Drop each row itself (usually first; not always, with exact duplicates).
+        keep = found != np.arange(part.start, part.stop)[:, None]
+        keep[keep.sum(axis=1) > k, -1] = False
+        rows[part] = found[keep].reshape(-1, k)
+        sims[part] = found_sims[keep].reshape(-1, k)
+    return rows, sims
 
 
 def _blend(base: np.ndarray, rows: np.ndarray, sims: np.ndarray,
@@ -108,14 +115,23 @@ def build_content_space(raw: np.ndarray, exact_max: int,
 
 
 def build_indexed_space(raw: np.ndarray, exact_max: int, mean: np.ndarray | None = None,
-                        clock: PhaseClock | None = None) -> tuple[ContentSpace, Any]:
+                        clock: PhaseClock | None = None,
+                        overwrite: bool = False) -> tuple[ContentSpace, Any]:
     """The whole space and the FAISS index over its vectors (``build_faiss``): the stored
     neighbours are searched in the index that is served, so a build makes that HNSW graph
-    once, not twice. ``clock`` is told when each step ends."""
+    once, not twice. ``clock`` is told when each step ends. ``overwrite``: ``raw`` (float32)
+    is centred in place and then holds the retrieval vectors, so the build holds one copy of
+    the vectors fewer (1.4 GiB a million papers; the caller's reference keeps ``raw`` alive
+    to the end); the caller must not read it as raw vectors afterwards."""
     clock = clock or PhaseClock()
     raw = np.asarray(raw, dtype=np.float32)
     mean = raw.mean(axis=0) if mean is None else np.asarray(mean, dtype=np.float32)
-    centred = unit_rows(raw - mean)
+    if overwrite:
+        raw -= mean
+        centred = unit_rows(raw)
+    else:
+        centred = unit_rows(raw - mean)
+    del raw
     clock.lap("centre")
     aug_rows, aug_sims = nearest_neighbours(centred, AUGMENT_NEIGHBOURS, exact_max)
     clock.lap("augmentation graph")
@@ -123,6 +139,9 @@ def build_indexed_space(raw: np.ndarray, exact_max: int, mean: np.ndarray | None
     for start in range(0, len(centred), BLEND_CHUNK):  # all at once: 15 GB at 1M papers
         part = np.arange(start, min(len(centred), start + BLEND_CHUNK))
         augmented[part] = _blend(centred, aug_rows[part], aug_sims[part], own=part)
+    if overwrite:  # back into the caller's array, which outlives the build anyway
+        centred[...] = augmented
+        augmented = centred
     del centred  # not needed past the blend: 1.5 GB at 1M papers while the index is built
     clock.lap("blend")
     index = build_faiss(augmented, exact_max)

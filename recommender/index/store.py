@@ -148,12 +148,15 @@ class IndexStore:
 
     def publish(self, ids: list[str], raw: np.ndarray, days: np.ndarray, model: str,
                 exact_max: int, hashes: list[str] | None = None, embedding: str | None = None,
-                full: bool = False, clock: PhaseClock | None = None) -> PaperIndex:
+                full: bool = False, clock: PhaseClock | None = None,
+                overwrite: bool = False) -> PaperIndex:
         """Publish a version over these papers: incremental when the previous version can
         be extended (needs ``hashes``), full when ``full`` or it cannot. ``embedding`` names
         the vectors' model variant (default: ``model``); meta["build"] says which ran and
         meta["build_reason"] why, meta["phases"] the seconds and peak memory of each step
-        (``clock``'s earlier phases too: the caller's reading and embedding)."""
+        (``clock``'s earlier phases too: the caller's reading and embedding). ``overwrite``:
+        a full build may centre ``raw`` in place (``build_indexed_space``), to hold one copy
+        of the vectors fewer; the caller does not read it afterwards."""
         clock = clock or PhaseClock()
         if len(ids) != len(raw) or len(ids) != len(days) or not ids:
             raise ValueError("an index needs at least one paper, and one vector and day per id")
@@ -164,7 +167,8 @@ class IndexStore:
         base = "a full build was asked for" if full else self._incremental_base(
             ids, raw, hashes, embedding, exact_max)
         if isinstance(base, str):
-            space, index = build_indexed_space(raw, exact_max, clock=clock)
+            space, index = build_indexed_space(raw, exact_max, clock=clock,
+                                               overwrite=overwrite)
             build = {"build": "full", "build_reason": base, "full_build_count": len(ids)}
         else:
             clock.lap("previous version")
@@ -174,7 +178,7 @@ class IndexStore:
         meta = {
             "model": model,
             "embedding": embedding,
-            "dim": int(raw.shape[1]),
+            "dim": int(space.vectors.shape[1]),
             "count": len(ids),
             "kind": "exact" if isinstance(index, faiss.IndexFlatIP) else "hnsw",
             "created_at": time.time(),
