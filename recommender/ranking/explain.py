@@ -13,7 +13,6 @@ from typing import Literal
 
 import numpy as np
 
-from recommender.core.papers import Paper
 from recommender.ranking.rank import COLLABORATIVE_WEIGHT, Ranked, RankingContext
 
 # Collaborative contribution worth telling the user about: a tenth of the most it can add.
@@ -62,8 +61,8 @@ class Recommendation:
 
 
 def explain(ids: list[str], ctx: RankingContext, ranked: Ranked,
-            papers: Mapping[str, Paper], probability: np.ndarray) -> list[Recommendation]:
-    """One recommendation per ranked row; ``papers`` holds the ranked and the liked papers,
+            titles: Mapping[str, str], probability: np.ndarray) -> list[Recommendation]:
+    """One recommendation per ranked row; ``titles`` holds the ranked and the liked papers',
     ``probability`` the calibrated probability of each row."""
     items = []
     for pos, row in enumerate(int(r) for r in ranked.rows):
@@ -71,7 +70,7 @@ def explain(ids: list[str], ctx: RankingContext, ranked: Ranked,
         if ranked.nearest_like[pos] >= 0:
             liked_id = ids[int(ranked.nearest_like[pos])]
             similarity = round(float(ranked.nearest_similarity[pos]), 4)
-            words = f"similar to '{short_title(_title(papers, liked_id))}' that you liked"
+            words = f"similar to '{short_title(_title(titles, liked_id))}' that you liked"
             parts.append((float(ranked.content[pos]), words,
                           SimilarToLiked(liked_id, similarity)))
         if ranked.collaborative[pos] > CF_REASON_MIN:
@@ -84,34 +83,33 @@ def explain(ids: list[str], ctx: RankingContext, ranked: Ranked,
                           f"liked by {likes} reader{'s' if likes != 1 else ''}", Popular(likes)))
         words = "; ".join(text for _, text, _ in parts[:2]) or COLD_START_REASON
         items.append(Recommendation(
-            ids[row], _title(papers, ids[row]), round(float(ranked.scores[pos]), 4), words,
+            ids[row], _title(titles, ids[row]), round(float(ranked.scores[pos]), 4), words,
             [reason for _, _, reason in sorted(parts, key=lambda part: -part[0])],
             [r.paper_id for _, _, r in parts if isinstance(r, SimilarToLiked)],
             round(float(probability[pos]), 4)))
     return items
 
 
-def followed(paper_id: str, papers: Mapping[str, Paper], rule_kind: str, rule_value: str,
+def followed(paper_id: str, titles: Mapping[str, str], rule_kind: str, rule_value: str,
              score: float, probability: float) -> Recommendation:
     """A new paper of an author or keyword the reader follows, put first by their rule;
     ``probability``: the model's, as for any item."""
     where = "from an author" if rule_kind == "author" else "on a keyword"
-    return Recommendation(paper_id, _title(papers, paper_id), round(score, 4),
+    return Recommendation(paper_id, _title(titles, paper_id), round(score, 4),
                           f"new {where} you follow: {rule_value}",
                           [FollowedRule(f"{rule_kind}: {rule_value}")],
                           probability=round(probability, 4))
 
 
-def plain(ids: list[str], hits: list[tuple[int, float]], papers: Mapping[str, Paper],
+def plain(ids: list[str], hits: list[tuple[int, float]], titles: Mapping[str, str],
           reason: str) -> list[Recommendation]:
     """Search results and similar papers: one reason for all."""
-    return [Recommendation(ids[row], _title(papers, ids[row]), round(score, 4), reason)
+    return [Recommendation(ids[row], _title(titles, ids[row]), round(score, 4), reason)
             for row, score in hits]
 
 
-def _title(papers: Mapping[str, Paper], paper_id: str) -> str:
-    paper = papers.get(paper_id)
-    return paper.title if paper else paper_id
+def _title(titles: Mapping[str, str], paper_id: str) -> str:
+    return titles.get(paper_id) or paper_id
 
 
 def short_title(title: str, limit: int = 70) -> str:

@@ -121,7 +121,7 @@ class Recommender:
             ranked, all_ids = _nearest_unindexed(ranked, ctx, index.ids, inputs.unindexed_ids,
                                                  extra)
         liked_ids = sorted({all_ids[int(r)] for r in ranked.nearest_like if r >= 0})
-        papers = self._corpus.get_many(ids + liked_ids + [pid for pid, _ in put_first])
+        titles = self._corpus.titles(ids + liked_ids + [pid for pid, _ in put_first])
         calibrated = inputs.calibration
         first_probability = np.zeros(0)
         if put_first:  # their probabilities: scored apart, as they were not ranked
@@ -132,10 +132,10 @@ class Recommender:
                 first_scores.total / first_scores.scale, likes)
         # Rules rank above the model: a followed paper scores at least what comes after it.
         top = max([1.0, *(float(s) for s in ranked.scores[:1])])
-        items = [followed(pid, papers, rule.kind, rule.value, top, float(p))
+        items = [followed(pid, titles, rule.kind, rule.value, top, float(p))
                  for (pid, rule), p in zip(put_first, first_probability, strict=True)]
         probability = calibrated.probability(ranked.scores / ranked.scale, likes)
-        ranked_items = explain(all_ids, ctx, ranked, papers, probability)
+        ranked_items = explain(all_ids, ctx, ranked, titles, probability)
         # Without likes every item has the base rate: nothing to tell them apart, so a
         # newcomer's list (and first digest) is not cut.
         floor = min_probability if ranked.personalized else 0.0
@@ -168,7 +168,7 @@ class Recommender:
                        plan=inputs.plan, calibration=inputs.calibration,
                        settings=ListSettings(k, inputs.since_day, exclude_served,
                                              min_probability),
-                       papers=self._corpus.get_many, liked_vectors=inputs.liked_vectors)
+                       titles=self._corpus.titles, liked_vectors=inputs.liked_vectors)
 
     def _inputs(self, user_id: str, now: float, since: dt.date | None,
                 exclude_served: bool) -> _ListInputs:
@@ -216,8 +216,8 @@ class Recommender:
 
     def _plain(self, index: PaperIndex, hits: list[tuple[int, float]],
                reason: str) -> list[Recommendation]:
-        papers = self._corpus.get_many([index.ids[row] for row, _ in hits])
-        return plain(index.ids, hits, papers, reason)
+        titles = self._corpus.titles([index.ids[row] for row, _ in hits])
+        return plain(index.ids, hits, titles, reason)
 
 
 @dataclass(frozen=True)

@@ -163,11 +163,11 @@ def why_not(
     plan: RulePlan,
     calibration: Calibration,
     settings: ListSettings,
-    papers: Callable[[list[str]], Mapping[str, Paper]],
+    titles: Callable[[list[str]], Mapping[str, str]],
     liked_vectors: np.ndarray | None = None,
 ) -> WhyNot:
-    """The answer for the paper at index ``row``; ``papers`` reads papers by id (for the
-    titles in the reasons); ``liked_vectors``: likes not indexed yet, as ``rank`` takes them
+    """The answer for the paper at index ``row``; ``titles`` reads the titles of papers by id
+    (for the reasons); ``liked_vectors``: likes not indexed yet, as ``rank`` takes them
     (they count in the scores, not in the reasons)."""
     k = settings.k
     likes = len(liked) + (0 if liked_vectors is None else len(liked_vectors))
@@ -186,16 +186,17 @@ def why_not(
     if row in first:
         rank = first.index(row) + 1
         rule = plan.followed[rank - 1][1]
-        item = followed(paper.id, {paper.id: paper}, rule.kind, rule.value, total, probability)
+        item = followed(paper.id, {paper.id: paper.title}, rule.kind, rule.value, total,
+                        probability)
     else:
         rank = len(first) + 1 + int(np.sum(others > total))
-        item = _explained(ctx, mine, liked, papers, paper, probability)
+        item = _explained(ctx, mine, liked, titles, paper, probability)
 
     blockers = _kept_out(paper, row, ctx, liked, disliked, served, rules, settings,
-                         probability, followed=row in first, papers=papers)
+                         probability, followed=row in first)
     if rank > k:
         blockers += _outranked(row, ctx, mine, disliked, first, others, rank, k, total,
-                               papers)
+                               titles)
     in_list = not blockers
     summary = (f"It is {_ordinal(rank)} on your list of {k} (score {total:.4f})." if in_list
                else " ".join(b.detail for b in blockers))
@@ -220,21 +221,20 @@ def _own_scores(ctx: RankingContext, row: int, everyone: Scores, liked: np.ndarr
 
 
 def _explained(ctx: RankingContext, mine: Scores, liked: np.ndarray,
-               papers: Callable[[list[str]], Mapping[str, Paper]], paper: Paper,
+               titles: Callable[[list[str]], Mapping[str, str]], paper: Paper,
                probability: float) -> Recommendation:
     """The paper's reasons, exactly as a list item's (``explain``)."""
     nearest, similarity = nearest_likes(ctx, mine.vectors, liked)
     ranked = Ranked(mine.rows, mine.total, mine.content, nearest, similarity,
                     mine.collaborative, mine.popularity, bool(len(liked)), mine.scale)
-    found = dict(papers([ctx.item_ids[int(r)] for r in nearest if r >= 0]))
-    found[paper.id] = paper
+    found = dict(titles([ctx.item_ids[int(r)] for r in nearest if r >= 0]))
+    found[paper.id] = paper.title
     return explain(ctx.item_ids, ctx, ranked, found, np.asarray([probability]))[0]
 
 
 def _kept_out(paper: Paper, row: int, ctx: RankingContext, liked: np.ndarray,
               disliked: np.ndarray, served: np.ndarray, rules: list[Rule],
-              settings: ListSettings, probability: float, *, followed: bool,
-              papers: Callable[[list[str]], Mapping[str, Paper]]) -> list[Blocker]:
+              settings: ListSettings, probability: float, *, followed: bool) -> list[Blocker]:
     """What keeps it out whatever its score: the list never shows it."""
     blockers: list[Blocker] = []
     if row in liked:
@@ -266,7 +266,7 @@ def _kept_out(paper: Paper, row: int, ctx: RankingContext, liked: np.ndarray,
 
 def _outranked(row: int, ctx: RankingContext, mine: Scores, disliked: np.ndarray,
                first: list[int], others: np.ndarray, rank: int, k: int, total: float,
-               papers: Callable[[list[str]], Mapping[str, Paper]]) -> list[Blocker]:
+               titles: Callable[[list[str]], Mapping[str, str]]) -> list[Blocker]:
     """Papers scoring higher fill the list; a dislike penalty may be what pushed it down."""
     at = k - len(first) - 1  # the k-th item's place among the model's papers
     # Followed papers come first and score at least what comes after them (recommend).
@@ -280,8 +280,7 @@ def _outranked(row: int, ctx: RankingContext, mine: Scores, disliked: np.ndarray
         sims = ctx.vectors[disliked] @ mine.vectors[0]
         nearest = int(np.argmax(sims))
         disliked_id = ctx.item_ids[int(disliked[nearest])]
-        found = papers([disliked_id]).get(disliked_id)
-        title = short_title(found.title if found else disliked_id)
+        title = short_title(titles([disliked_id]).get(disliked_id) or disliked_id)
         without = len(first) + 1 + int(np.sum(others > total + penalty))
         blockers.append(CloseToDisliked(
             f"It is close to '{title}' that you disliked (cosine {float(sims[nearest]):.4f}): "
