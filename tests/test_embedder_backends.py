@@ -89,6 +89,9 @@ def test_batches_run_at_once_give_the_vectors_of_running_them_one_by_one(
     texts = [p.text for p in sample] + ["Attention is all you need", "Graph neural networks"]
     batches = encoder.batches(texts, 64)
     assert len(batches) > 2  # long abstracts: several batches, so several threads run
+    # Texts of one length a batch: nothing is padded, and each text is in one batch.
+    assert all(feeds["attention_mask"].all() for _, feeds in batches)
+    assert sorted(np.concatenate([rows for rows, _ in batches])) == list(range(len(texts)))
     one_by_one = np.empty((len(texts), encoder.dimension), dtype=np.float32)
     for rows, feeds in batches:
         one_by_one[rows] = encoder.session.run(feeds)

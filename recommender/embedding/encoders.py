@@ -10,13 +10,14 @@ Backends (``PAPERREC_EMBED_BACKEND``) run the same model three ways:
 - ``onnx``: the model exported to ONNX once (pooling and normalisation inside the graph) and
   run by ONNX Runtime: the same vectors (cosine 1.0000 to torch);
 - ``onnx-int8`` (the default): that export with int8 weights (dynamic quantisation of the
-  MatMuls, per channel): 1.9-2.6x the papers/s of plain sentence-transformers ``encode`` on
-  2 AVX2 cores (2.4-2.8x on 2 AVX-512 VNNI cores, measured before batches ran at once);
+  MatMuls, per channel): 3.1-3.4x the papers/s of plain sentence-transformers ``encode`` on
+  abstracts, 3.9-4.0x on the corpus as mixed, on 2 Zen 4 cores (AVX-512 VNNI) with batches
+  of one length (2.6-3.5x there padded, as before);
   mean cosine 0.992 to 0.995 to torch, citeulike-a P10 Recall@300 0.3% lower (relative);
   it starts in under a second without importing torch (benchmarks/README.md, "Embedding").
 
-ONNX backends tokenize every text once and batch them longest first, at most
-``TOKENS_PER_BATCH`` tokens a batch, so a batch pads to nearly nothing, and run the batches
+ONNX backends tokenize every text once and batch them longest first, texts of one length
+together (at most ``TOKENS_PER_BATCH`` tokens a batch), so nothing is padded, and run the batches
 at once on one single-threaded session, one thread per core. The export lives in
 ``export_dir`` (default ``~/.cache/paperrec/embedders``, keyed by the model files and library
 versions), made once.
@@ -50,7 +51,9 @@ if TYPE_CHECKING:
 BACKENDS = EMBED_BACKENDS
 # Texts per ONNX batch: at most the batch size, and at most this many tokens, so a batch of
 # long abstracts stays small (attention is quadratic in length; small batches stay in cache).
-TOKENS_PER_BATCH = 2048
+# 1024: side by side with 512 and 2048 on a Zen 4, 3.04x plain encode on abstracts against
+# 2.90x (benchmarks/README.md, "Embedding").
+TOKENS_PER_BATCH = 1024
 
 
 class _Encoder(Protocol):
@@ -175,35 +178,30 @@ class OnnxEncoder:
         self.tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(int(meta["max_seq_length"]))
-        self.pad_id = int(meta["pad_id"])
         self.dimension = int(meta["dimension"])
         self.session = OnnxSession(directory)
         self.workers = len(os.sched_getaffinity(0))  # batches run at once: one per core
 
     def batches(self, texts: list[str], batch_size: int) -> list[tuple[np.ndarray, Feeds]]:
-        """The texts tokenized once and cut into batches, longest first, so a batch pads to
-        nearly nothing: each batch's rows (positions in ``texts``) and its model inputs.
-        int8 activations are quantised per batch, so these batches, wherever they run,
-        decide the vectors."""
+        """The texts tokenized once and cut into batches of one length each, longest first,
+        so nothing is padded: each batch's rows (positions in ``texts``) and its model
+        inputs. int8 activations are quantised per batch, so these batches, wherever they
+        run, decide the vectors."""
+        if not texts:
+            return []
         encodings = self.tokenizer.encode_batch(texts)
         lengths = np.array([len(e.ids) for e in encodings])
         order = np.argsort(-lengths, kind="stable")
         out = []
-        start = 0
-        while start < len(order):
-            width = int(lengths[order[start]])
-            rows = order[start : start + max(1, min(batch_size, TOKENS_PER_BATCH // width))]
-            start += len(rows)
-            ids = np.full((len(rows), width), self.pad_id, dtype=np.int64)
-            mask = np.zeros((len(rows), width), dtype=np.int64)
-            types = np.zeros((len(rows), width), dtype=np.int64)
-            for i, row in enumerate(rows):
-                n = lengths[row]
-                ids[i, :n] = encodings[row].ids
-                mask[i, :n] = 1
-                types[i, :n] = encodings[row].type_ids
-            out.append((rows, {"input_ids": ids, "attention_mask": mask,
-                               "token_type_ids": types}))
+        for run in np.split(order, np.flatnonzero(np.diff(lengths[order])) + 1):
+            width = int(lengths[run[0]])  # every text of the run has it
+            step = max(1, min(batch_size, TOKENS_PER_BATCH // width))
+            for rows in (run[start : start + step] for start in range(0, len(run), step)):
+                out.append((rows, {
+                    "input_ids": np.array([encodings[r].ids for r in rows], dtype=np.int64),
+                    "attention_mask": np.ones((len(rows), width), dtype=np.int64),
+                    "token_type_ids": np.array([encodings[r].type_ids for r in rows],
+                                               dtype=np.int64)}))
         return out
 
     def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
