@@ -101,7 +101,6 @@ def _export(name: str, out: Path) -> None:
                           dynamic_axes={**axes, "embedding": {0: "batch"}}, opset_version=17)
     tokenizer.backend_tokenizer.save(str(out / "tokenizer.json"))
     meta = {"model": name, "max_seq_length": model.max_seq_length,
-            "pad_id": tokenizer.pad_token_id or 0,
             "dimension": model.get_embedding_dimension(), "pooling": pooling_mode}
     (out / "meta.json").write_text(json.dumps(meta, indent=2))
 
