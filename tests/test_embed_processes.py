@@ -124,8 +124,12 @@ def test_an_error_while_storing_stops_the_workers_and_keeps_what_was_stored(
 
 
 CTRL_C = """
+import signal
 import sys
 from pathlib import Path
+# As in a terminal. A background job of a shell without job control (nohup ... &) starts
+# with Ctrl-C ignored, and Python then never raises KeyboardInterrupt.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from recommender.core.config import DEFAULT_MODEL
 from recommender.embedding.cache import EmbeddingCache, embed_into_cache
 from recommender.embedding.encoders import Embedder
