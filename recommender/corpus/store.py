@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from recommender.core.matching import author_key, words
 from recommender.core.papers import Paper
@@ -293,28 +294,23 @@ class CorpusStore:
         return Paper.from_dict(json.loads(row[0])) if row else None
 
     def get_many(self, paper_ids: list[str]) -> dict[str, Paper]:
-        found: dict[str, Paper] = {}
-        for start in range(0, len(paper_ids), 500):
-            chunk = paper_ids[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            rows = self._db.execute(
-                f"SELECT id, record FROM papers WHERE id IN ({marks})", chunk
-            ).fetchall()
-            found.update({pid: Paper.from_dict(json.loads(rec)) for pid, rec in rows})
-        return found
+        return {pid: Paper.from_dict(json.loads(record))
+                for pid, record in self._by_id("record", paper_ids)}
 
     def titles(self, paper_ids: list[str]) -> dict[str, str]:
         """The title of each of these papers that is stored, read out of the records by
         SQLite: what a reading list shows of its papers and the likes behind them (for 40
         records of 1M arXiv-like papers 0.46 ms, against 0.82 ms for ``get_many``)."""
-        found: dict[str, str] = {}
+        return dict(self._by_id("json_extract(record, '$.title')", paper_ids))
+
+    def _by_id(self, column: str, paper_ids: list[str]) -> Iterator[tuple[str, Any]]:
+        """(id, ``column``) of each of these papers that is stored, 500 ids a query (well
+        under SQLite's limit on the parameters of one)."""
         for start in range(0, len(paper_ids), 500):
             chunk = paper_ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            found.update(self._db.execute(
-                f"SELECT id, json_extract(record, '$.title') FROM papers WHERE id IN ({marks})",
-                chunk))
-        return found
+            yield from self._db.execute(
+                f"SELECT id, {column} FROM papers WHERE id IN ({marks})", chunk).fetchall()
 
     def index_rows(self) -> Iterator[tuple[str, str, float]]:
         """(paper id, content hash, publication day or NaN) for every paper that is not

@@ -143,7 +143,7 @@ Feeds = dict[str, np.ndarray]  # one ONNX batch: input name -> int64 array
 
 
 class OnnxSession:
-    """An exported model's ONNX Runtime session: padded token ids in, unit vectors out.
+    """An exported model's ONNX Runtime session: a batch's token ids in, unit vectors out.
     Single-threaded: the encoder runs whole batches on it at once, one thread per core
     (``run`` may be called from several threads; it releases the GIL)."""
 
