@@ -1,0 +1,180 @@
+"""What else could rank for a reader with ONE like (citeulike-a P1)? Issue 11's last target.
+
+    .venv/bin/python benchmarks/ranking_experiments/one_like.py [--split P1] [--json OUT]
+
+With one like, the production ranking is the augmented (DBA) cosine to that paper plus the
+popularity term (the Fisher term, collaborative filtering and the walk need more likes).
+This script scores every user of the split in batches (a matrix product per 256 users, so a
+variant takes seconds) over the vectors ``paperrec evaluate`` embeds (the default model and
+backend, its embedding cache), and measures variants of each part: the augmentation, the
+popularity prior, priors smoothed from the training likes, a lexical (TF-IDF) score added
+to the dense one, and a Fisher term at one like. Its ``production`` row must equal the
+`hybrid` row of ``paperrec evaluate`` on the split (it checks the Recall@300 it is given
+with ``--expect``). Prints JSON; ``--json`` writes it too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "2")
+
+import numpy as np  # noqa: E402
+from sklearn.feature_extraction.text import TfidfVectorizer  # noqa: E402
+
+from recommender.core.config import Settings  # noqa: E402
+from recommender.evaluation.dataset import Dataset, load_dataset, paper_vectors  # noqa: E402
+from recommender.evaluation.metrics import METRICS, user_metrics  # noqa: E402
+from recommender.index.content_space import (  # noqa: E402
+    build_content_space,
+    nearest_neighbours,
+    normalise,
+)
+from recommender.ranking import rank  # noqa: E402
+from recommender.wiring import configured_embedder  # noqa: E402
+
+DATA = Path("/work/shared/data/citeulike-a")
+BATCH = 256
+# a batch of users -> (papers, users) scores
+Scorer = Callable[[list[int]], np.ndarray]
+
+
+def evaluate(data: Dataset, scores: Scorer) -> dict[str, float]:
+    """The library's protocol (every paper not in training; Recall@20/50/100/300, nDCG@20)."""
+    users = [u for u, held in enumerate(data.test) if len(held)]
+    total = np.zeros(len(METRICS))
+    for start in range(0, len(users), BATCH):
+        batch = users[start : start + BATCH]
+        table = np.asarray(scores(batch), dtype=np.float32)
+        for column, user in enumerate(batch):
+            row_scores = table[:, column].copy()
+            row_scores[data.train[user]] = -np.inf
+            top = np.argpartition(-row_scores, 300)[:300]
+            top = top[np.lexsort((top, -row_scores[top]))]
+            total += user_metrics(top, data.test[user])
+    return {m: round(float(v), 4) for m, v in zip(METRICS, total / len(users), strict=True)}
+
+
+def cosine_scorer(data: Dataset, vectors: np.ndarray, prior: np.ndarray,
+                  extra: Callable[[list[int]], np.ndarray] | None = None,
+                  fisher: tuple[float, float] = (0.0, 0.1)) -> Scorer:
+    """Each user's mean cosine to their likes, minus the corpus mean's (as ``rank``), plus
+    ``prior`` per paper and ``extra`` per user; ``fisher``: (weight, shrinkage) of the
+    Fisher term for these users whatever their number of likes."""
+    mean = vectors.mean(axis=0)
+    weight, shrink = fisher
+    precision = covariance = None
+    if weight:
+        centred = (vectors - mean).astype(np.float64)
+        cov = centred.T @ centred / (len(centred) - 1)
+        dim = len(cov)
+        covariance = (1 - shrink) * cov + shrink * np.trace(cov) / dim * np.eye(dim)
+        precision = np.linalg.inv(covariance)
+
+    def scores(users: list[int]) -> np.ndarray:
+        queries = np.stack([vectors[data.train[u]].mean(axis=0) for u in users])
+        if precision is not None and covariance is not None:
+            q = queries.astype(np.float64)
+            f = q @ precision
+            spread = np.sqrt(np.einsum("bd,de,be->b", q, covariance, q))
+            f_spread = np.sqrt(np.einsum("bd,de,be->b", f, covariance, f))
+            queries = (q + weight * (spread / f_spread)[:, None] * f).astype(np.float32)
+        table = vectors @ queries.T - (mean @ queries.T)[None, :] + prior[:, None]
+        return table if extra is None else table + extra(users)
+    return scores
+
+
+def augmented(centred: np.ndarray, rows: np.ndarray, sims: np.ndarray, k: int,
+              power: float) -> np.ndarray:
+    """DBA with k neighbours and weights sim**power (the production space: 10 and 3)."""
+    weights = np.maximum(sims[:, :k], 0.0) ** power
+    return normalise(centred + np.einsum("nk,nkd->nd", weights, centred[rows[:, :k]]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", default="P1", choices=["P1", "P10"])
+    parser.add_argument("--expect", type=float, default=None,
+                        help="Recall@300 of `paperrec evaluate`'s hybrid on the split")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    folder = DATA / "splits" / args.split
+    data = load_dataset(DATA / "papers.jsonl", folder / "train.tsv", folder / "test.tsv",
+                        on_problem=lambda _: None)
+    settings = Settings()
+    raw, _ = paper_vectors(data.papers, configured_embedder(settings),
+                           settings.embedding_cache_path, progress=False)
+    space = build_content_space(raw, exact_max=10**9)
+    counts = data.like_counts.astype(np.float64)
+    popularity = rank.POPULARITY_WEIGHT * np.log1p(counts) / np.log1p(counts).max()
+    results: dict[str, dict[str, float]] = {}
+
+    def run(name: str, scorer: Scorer) -> None:
+        started = time.perf_counter()
+        results[name] = {**evaluate(data, scorer),
+                         "seconds": round(time.perf_counter() - started, 1)}
+        print(name, results[name], file=sys.stderr, flush=True)
+
+    V = space.vectors
+    run("production (DBA k=10 power 3, popularity 0.3)", cosine_scorer(data, V, popularity))
+    if args.expect is not None:
+        got = results["production (DBA k=10 power 3, popularity 0.3)"]["recall@300"]
+        if abs(got - args.expect) > 0.0005:
+            raise SystemExit(f"production row {got} differs from `paperrec evaluate`'s "
+                             f"{args.expect}: this harness does not rank as `rank` does")
+    run("no popularity", cosine_scorer(data, V, np.zeros(len(V))))
+    logs = np.log1p(counts) / np.log1p(counts).max()
+    for name, prior in [("popularity 0.2", 0.2 * logs), ("popularity 0.4", 0.4 * logs),
+                        ("popularity sqrt 0.3", 0.3 * np.sqrt(counts) / np.sqrt(counts).max()),
+                        ("popularity c/(c+3) 0.2", 0.2 * counts / (counts + 3))]:
+        run(name, cosine_scorer(data, V, prior))
+    # Priors smoothed through the content: the training likes spread over the neighbour
+    # graph (a topic many readers like), the community's mean liked vector, and density.
+    for power, weight in [(1.0, 0.1), (3.0, 0.1), (1.0, 0.3)]:
+        spread = (np.maximum(space.neighbour_sims, 0) ** power * counts[space.neighbours]).sum(1)
+        smoothed = np.log1p(spread) / np.log1p(spread).max()
+        run(f"+ likes smoothed over the graph (power {power:g}) {weight:g}",
+            cosine_scorer(data, V, popularity + weight * smoothed))
+    community = V @ ((counts[:, None] * V).sum(axis=0) / counts.sum())
+    community = (community - community.mean()) / community.std()
+    for weight in (0.01, 0.03):
+        run(f"+ community direction {weight:g}", cosine_scorer(data, V, popularity
+                                                            + weight * community))
+    density = space.neighbour_sims[:, :10].mean(axis=1)
+    for weight in (-0.2, -0.1, 0.1):
+        run(f"+ density {weight:g} (negative: hubness reduction)",
+            cosine_scorer(data, V, popularity + weight * density))
+    # Lexical: TF-IDF cosine to the likes added to the dense score.
+    tfidf = TfidfVectorizer(sublinear_tf=True, stop_words="english", min_df=2).fit_transform(
+        [paper.text for paper in data.papers])
+    for weight in (0.05, 0.1, 0.2):
+        def lexical(users: list[int], weight: float = weight) -> np.ndarray:
+            liked = np.asarray(np.vstack([tfidf[data.train[u]].mean(axis=0) for u in users]))
+            return weight * np.asarray(tfidf @ liked.T)
+        run(f"+ TF-IDF cosine {weight:g}", cosine_scorer(data, V, popularity, lexical))
+    # The augmentation: more neighbours, other weights.
+    centred = normalise(raw - raw.mean(axis=0))
+    rows, sims = nearest_neighbours(centred, 50, 10**9)
+    for k, power in [(20, 3.0), (30, 3.0), (50, 3.0), (20, 2.0), (30, 2.0)]:
+        run(f"DBA k={k} power {power:g}",
+            cosine_scorer(data, augmented(centred, rows, sims, k, power), popularity))
+    # The Fisher term at one like (production: weight 0 below two likes).
+    for weight, shrink in [(0.1, 0.1), (0.2, 0.1), (0.1, 0.5), (0.3, 0.5), (0.5, 0.8)]:
+        run(f"Fisher weight {weight:g} shrinkage {shrink:g}",
+            cosine_scorer(data, V, popularity, fisher=(weight, shrink)))
+    report = {"split": args.split, "papers": len(data.papers),
+              "with_abstract": int(sum(bool(p.abstract.strip()) for p in data.papers)),
+              "results": results}
+    print(json.dumps(report, indent=1))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
