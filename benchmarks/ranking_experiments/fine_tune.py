@@ -17,7 +17,6 @@ JSON; ``--json`` writes it too.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -25,7 +24,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from one_like import DATA, cosine_scorer, evaluate
+from one_like import DATA, cosine_scorer, evaluate, publish
 
 from recommender.embedding.models import load_model
 from recommender.evaluation.dataset import load_dataset
@@ -111,9 +110,7 @@ def main() -> None:
     report = {"split": "P1", **{k: v for k, v in vars(args).items() if k != "json"},
               "steps": len(losses), "seconds": round(time.perf_counter() - started),
               "results": results}
-    print(json.dumps(report, indent=1))
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=1) + "\n")
+    publish(report, args.json)
 
 
 if __name__ == "__main__":

@@ -91,6 +91,13 @@ def cosine_scorer(data: Dataset, vectors: np.ndarray, prior: np.ndarray,
     return scores
 
 
+def publish(report: dict[str, object], path: Path | None) -> None:
+    """Print the report as JSON, and write it to ``path`` too when given."""
+    print(json.dumps(report, indent=1))
+    if path:
+        path.write_text(json.dumps(report, indent=1) + "\n")
+
+
 def augmented(centred: np.ndarray, rows: np.ndarray, sims: np.ndarray, k: int,
               power: float) -> np.ndarray:
     """DBA with k neighbours and weights sim**power (the production space: 10 and 3)."""
@@ -187,9 +194,7 @@ def main() -> None:
     report = {"split": "P1", "papers": len(data.papers),
               "with_abstract": int(sum(bool(p.abstract.strip()) for p in data.papers)),
               "results": results}
-    print(json.dumps(report, indent=1))
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=1) + "\n")
+    publish(report, args.json)
 
 
 if __name__ == "__main__":
