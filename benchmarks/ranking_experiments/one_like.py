@@ -8,7 +8,8 @@ This script scores every user of P1 in batches (a matrix product per 256 users, 
 variant takes seconds) over the vectors ``paperrec evaluate`` embeds (the default model and
 backend, its embedding cache), and measures variants of each part: the augmentation, the
 popularity prior, priors smoothed from the training likes, a lexical (TF-IDF) score added
-to the dense one, the overlap of neighbour lists, and a Fisher term at one like. Its
+to the dense one, the overlap of neighbour lists, titles embedded alone, and a Fisher term
+at one like. Its
 ``production`` row must equal the `hybrid` row of ``paperrec evaluate`` on P1 (it checks
 the Recall@300 it is given with ``--expect``). Prints JSON; ``--json`` writes it too.
 """
@@ -115,7 +116,8 @@ def main() -> None:
     data = load_dataset(DATA / "papers.jsonl", folder / "train.tsv", folder / "test.tsv",
                         on_problem=lambda _: None)
     settings = Settings()
-    raw, _ = paper_vectors(data.papers, configured_embedder(settings),
+    embedder = configured_embedder(settings)
+    raw, _ = paper_vectors(data.papers, embedder,
                            settings.embedding_cache_path, progress=False)
     space = build_content_space(raw, exact_max=10**9)
     counts = data.like_counts.astype(np.float64)
@@ -181,6 +183,20 @@ def main() -> None:
             return weight * shared / (2 * (k + 1) - shared)
         run(f"+ neighbour-set overlap (k={k}) {weight:g}",
             cosine_scorer(data, V, popularity, overlap))
+    # Titles embedded alone (most papers are a title; the others' text mixes in the
+    # abstract): mixed into the raw vectors, or their own space's cosine added.
+    raw_titles = np.asarray(embedder.encode([paper.title for paper in data.papers]),
+                            dtype=np.float32)
+    for mix in (0.3, 0.5):
+        mixed = build_content_space(normalise((1 - mix) * raw + mix * raw_titles), 10**9)
+        run(f"titles alone mixed in {mix:g}", cosine_scorer(data, mixed.vectors, popularity))
+    titles = build_content_space(raw_titles, exact_max=10**9).vectors
+    title_scores = cosine_scorer(data, titles, np.zeros(len(V)))
+    for weight in (0.3, 1.0):
+        def with_titles(users: list[int], weight: float = weight) -> np.ndarray:
+            return weight * title_scores(users)
+        run(f"+ cosine of the titles alone {weight:g}",
+            cosine_scorer(data, V, popularity, with_titles))
     # The augmentation: more neighbours, other weights.
     centred = normalise(raw - raw.mean(axis=0))
     rows, sims = nearest_neighbours(centred, 50, 10**9)
