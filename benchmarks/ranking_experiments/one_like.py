@@ -143,6 +143,26 @@ def main() -> None:
                         ("popularity sqrt 0.3", 0.3 * np.sqrt(counts) / np.sqrt(counts).max()),
                         ("popularity c/(c+3) 0.2", 0.2 * counts / (counts + 3))]:
         run(name, cosine_scorer(data, V, prior))
+    # Popularity weighed per reader by how popular their own like is (a reader of popular
+    # papers reads popular papers: popularity propensity), or per paper by its closeness to
+    # the like (popular papers of the reader's topic).
+    others = np.log1p(np.maximum(counts - 1, 0)) / np.log1p(counts).max()  # not the reader
+    liked_rows = np.asarray([int(rows[0]) for rows in data.train if len(rows)])
+    spread_others = (others[liked_rows].mean(), others[liked_rows].std())
+    for beta in (0.3, 1.0):
+        def propensity(users: list[int], beta: float = beta) -> np.ndarray:
+            mine = others[[int(data.train[u][0]) for u in users]]
+            weight = np.maximum(1 + beta * (mine - spread_others[0]) / spread_others[1], 0)
+            return popularity[:, None] * (weight - 1)[None, :]  # on top of the plain term
+        run(f"popularity x the reader's propensity ({beta:g})",
+            cosine_scorer(data, V, popularity, propensity))
+    plain = cosine_scorer(data, V, np.zeros(len(V)))
+    for weight, floor in [(0.5, 0.2), (1.0, 0.3)]:
+        def on_topic(users: list[int], weight: float = weight,
+                     floor: float = floor) -> np.ndarray:
+            return weight * logs[:, None] * np.maximum(plain(users) - floor, 0)
+        run(f"+ popularity x closeness above {floor:g} ({weight:g})",
+            cosine_scorer(data, V, popularity, on_topic))
     # Priors smoothed through the content: the training likes spread over the neighbour
     # graph (a topic many readers like), the community's mean liked vector, and density.
     for power, weight in [(1.0, 0.1), (3.0, 0.1), (1.0, 0.3)]:
