@@ -90,6 +90,25 @@ def test_every_item_says_why_in_words_and_as_data(
     assert item["because"] == [fed[0]]
 
 
+def test_a_paper_far_from_every_like_is_not_called_similar(
+    client: FlaskClient, sample_settings: Settings, like: Like, paper_ids_about: PapersAbout
+) -> None:
+    # A list of 36 of the 38 sample papers for one like reaches papers of other topics: the
+    # nearest like is still named, and the words say whether it is close (above the
+    # collection's noise floor) or only the nearest.
+    fed = paper_ids_about(sample_settings, "federated")
+    like(client, "ada", fed[0])
+    liked_title = client.get(f"/v1/papers/{fed[0]}").json["title"][:40]
+    items = reading_list(client, "ada", "k=36")["items"]
+    close = [i["reasons"][0]["similarity"] for i in items
+             if i["reason"].startswith(f"similar to '{liked_title}")]
+    far = [i["reasons"][0]["similarity"] for i in items
+           if i["reason"].startswith(f"not close to your likes (the nearest: '{liked_title}")]
+    assert len(close) + len(far) == len(items) == 36
+    assert close and far and min(close) > max(far)
+    assert items[0]["reasons"][0]["similarity"] in close
+
+
 def test_the_trained_model_is_served_live_and_new_likes_count_at_once(
     client: FlaskClient, sample_settings: Settings, train: Callable[..., Any], like: Like,
     paper_ids_about: PapersAbout,

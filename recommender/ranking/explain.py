@@ -70,7 +70,11 @@ def explain(ids: list[str], ctx: RankingContext, ranked: Ranked,
         if ranked.nearest_like[pos] >= 0:
             liked_id = ids[int(ranked.nearest_like[pos])]
             similarity = round(float(ranked.nearest_similarity[pos]), 4)
-            words = f"similar to '{short_title(_title(titles, liked_id))}' that you liked"
+            quoted = short_title(_title(titles, liked_id))
+            # Below the collection's noise floor "similar" would mislead: a short list of a
+            # small collection, or a deep page, shows such papers as the nearest left.
+            words = (f"similar to '{quoted}' that you liked" if similarity > ctx.noise_floor
+                     else f"not close to your likes (the nearest: '{quoted}')")
             parts.append((float(ranked.content[pos]), words,
                           SimilarToLiked(liked_id, similarity)))
         if ranked.collaborative[pos] > CF_REASON_MIN:

@@ -31,6 +31,7 @@ FISHER_WEIGHT = 1.0
 FISHER_FULL_LIKES = 10
 COVARIANCE_SHRINKAGE = 0.1  # towards the mean eigenvalue: a well-conditioned inverse
 COVARIANCE_SAMPLE = 200_000  # rows the covariance is estimated from (evenly spaced)
+NOISE_SAMPLE = 1_000  # papers whose cosines to each other give the noise floor (evenly spaced)
 DISLIKE_WEIGHT = 1.0
 # Unrelated abstracts still have cosines of 0.1-0.2: only similarity above this floor counts as
 # "on a disliked topic".
@@ -100,6 +101,9 @@ class RankingContext:
     popularity: np.ndarray = field(init=False)  # (n,) log(1 + likes), scaled to [0, 1]
     popular_rows: np.ndarray = field(init=False)  # the POPULAR_POOL most liked rows, best first
     density: np.ndarray = field(init=False)  # (n,) mean similarity to the nearest papers
+    # How similar two unrelated papers of this collection look: below it, a paper is not
+    # "similar" to a liked one, only the nearest of what is left (``noise_floor``).
+    noise_floor: float = field(init=False)
     statistics: ContentStatistics = field(init=False)
 
     def with_like_counts(self, like_counts: np.ndarray) -> RankingContext:
@@ -114,6 +118,7 @@ class RankingContext:
         self.popularity, self.popular_rows = _popularity(self.like_counts)
         self.density = np.asarray(self.neighbour_sims[:, :10], dtype=np.float32).mean(axis=1)
         self.statistics = ContentStatistics.of(self.vectors)
+        self.noise_floor = noise_floor(self.vectors)
         self.cf_item_evidence = np.zeros(n, dtype=np.float32)
         self.cf_rows = np.zeros(0, dtype=np.int64)
         if self.collaborative is not None:
@@ -122,6 +127,20 @@ class RankingContext:
                 [row_of.get(pid, -1) for pid in self.collaborative.item_ids], dtype=np.int64)
             known = self.cf_rows >= 0
             self.cf_item_evidence[self.cf_rows[known]] = self.collaborative.item_likes[known]
+
+
+def noise_floor(vectors: np.ndarray) -> float:
+    """The mean plus two standard deviations of the cosines between the papers of a sample
+    (most pairs of a collection are unrelated); 0 below three papers. It depends on the
+    model and the collection, so it is measured, not set: unrelated abstracts have cosines
+    of 0.1-0.2 in a large collection, and a small one of a single field is tighter."""
+    n = len(vectors)
+    if n < 3:
+        return 0.0
+    rows = np.linspace(0, n - 1, min(n, NOISE_SAMPLE)).astype(np.int64)
+    sample = np.asarray(vectors[rows], dtype=np.float32)
+    pairs = (sample @ sample.T)[~np.eye(len(rows), dtype=bool)]
+    return float(pairs.mean() + 2 * pairs.std())
 
 
 @dataclass
