@@ -24,10 +24,10 @@ from typing import Any
 
 import numpy as np
 import torch
-from one_like import DATA, cosine_scorer, evaluate, publish
+from common import load
+from one_like import cosine_scorer, evaluate, publish
 
 from recommender.embedding.models import load_model
-from recommender.evaluation.dataset import load_dataset
 from recommender.index.content_space import build_content_space, nearest_neighbours, normalise
 from recommender.ranking import rank
 
@@ -47,9 +47,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(2)
     torch.manual_seed(0)
-    folder = DATA / "splits" / "P1"
-    data = load_dataset(DATA / "papers.jsonl", folder / "train.tsv", folder / "test.tsv",
-                        on_problem=lambda _: None)
+    data = load("P1")
     texts = [paper.text for paper in data.papers]
     shipped = load_model("all-MiniLM-L6-v2")
     model: Any = shipped[0].auto_model  # a transformers BertModel

@@ -27,12 +27,13 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "2")
 
 import numpy as np  # noqa: E402
+from common import load  # noqa: E402
 from scipy import sparse  # noqa: E402
 from sklearn.feature_extraction.text import TfidfVectorizer  # noqa: E402
 
 from recommender.core.config import Settings  # noqa: E402
-from recommender.evaluation.dataset import Dataset, load_dataset, paper_vectors  # noqa: E402
-from recommender.evaluation.metrics import METRICS, user_metrics  # noqa: E402
+from recommender.evaluation.dataset import Dataset, paper_vectors  # noqa: E402
+from recommender.evaluation.metrics import METRICS, top_rows, user_metrics  # noqa: E402
 from recommender.index.content_space import (  # noqa: E402
     build_content_space,
     nearest_neighbours,
@@ -41,7 +42,6 @@ from recommender.index.content_space import (  # noqa: E402
 from recommender.ranking import rank  # noqa: E402
 from recommender.wiring import configured_embedder  # noqa: E402
 
-DATA = Path("/work/shared/data/citeulike-a")
 BATCH = 256
 # a batch of users -> (papers, users) scores
 Scorer = Callable[[list[int]], np.ndarray]
@@ -55,11 +55,8 @@ def evaluate(data: Dataset, scores: Scorer) -> dict[str, float]:
         batch = users[start : start + BATCH]
         table = np.asarray(scores(batch), dtype=np.float32)
         for column, user in enumerate(batch):
-            row_scores = table[:, column].copy()
-            row_scores[data.train[user]] = -np.inf
-            top = np.argpartition(-row_scores, 300)[:300]
-            top = top[np.lexsort((top, -row_scores[top]))]
-            total += user_metrics(top, data.test[user])
+            ranked = top_rows(table[:, column], data.train[user])
+            total += user_metrics(ranked, data.test[user])
     return {m: round(float(v), 4) for m, v in zip(METRICS, total / len(users), strict=True)}
 
 
@@ -112,9 +109,7 @@ def main() -> None:
                         help="Recall@300 of `paperrec evaluate`'s hybrid on P1 (0.3355)")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
-    folder = DATA / "splits" / "P1"
-    data = load_dataset(DATA / "papers.jsonl", folder / "train.tsv", folder / "test.tsv",
-                        on_problem=lambda _: None)
+    data = load("P1")
     settings = Settings()
     embedder = configured_embedder(settings)
     raw, _ = paper_vectors(data.papers, embedder,

@@ -73,7 +73,8 @@ def explain(ids: list[str], ctx: RankingContext, ranked: Ranked,
             quoted = short_title(_title(titles, liked_id))
             # Below the collection's noise floor "similar" would mislead: a short list of a
             # small collection, or a deep page, shows such papers as the nearest left.
-            words = (f"similar to '{quoted}' that you liked" if similarity > ctx.noise_floor
+            close = similarity > ctx.statistics.noise_floor
+            words = (f"similar to '{quoted}' that you liked" if close
                      else f"not close to your likes (the nearest: '{quoted}')")
             parts.append((float(ranked.content[pos]), words,
                           SimilarToLiked(liked_id, similarity)))
