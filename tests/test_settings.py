@@ -105,7 +105,7 @@ def test_settings_built_by_keyword_read_no_environment(environment: pytest.Monke
     environment.setenv("PAPERREC_EMBED_BACKEND", "torch")
     environment.setenv("PAPERREC_API_KEYS", f"admin:{GOOD_KEY}")
     settings = Settings(redis_namespace="mine")
-    assert (settings.embed_backend, settings.api_keys) == ("onnx-int8", "")
+    assert (settings.embed_backend, settings.api_keys) == ("auto", "")
 
 
 def test_settings_cannot_be_changed_only_copied() -> None:

@@ -30,7 +30,9 @@ DEFAULT_MODEL = "all-MiniLM-L6-v2"
 # The one corpus-size threshold: up to this many papers the index is exact and reading lists
 # score every paper; above it the index is HNSW and reading lists score the candidates it finds.
 EXACT_INDEX_MAX = 20_000
-DEFAULT_EMBED_BACKEND = "onnx-int8"  # benchmarks/README.md, "Embedding", says why
+# auto: the backend measured best for the model (embedding/models.py): onnx-int8 for the
+# default model (benchmarks/README.md, "Embedding", says why)
+DEFAULT_EMBED_BACKEND = "auto"
 EMBED_BACKENDS = ("torch", "onnx", "onnx-int8")  # recommender/embedding/encoders.py
 API_KEY_ROLES = ("client", "admin")
 API_KEY_MIN_LENGTH = 16
@@ -48,8 +50,8 @@ SERVED_HISTORY_MAX = 1_000
 # --- the rules: each raises ValueError saying what is wrong (never echoing a secret) ---------
 
 def check_embed_backend(backend: str) -> str:
-    if backend not in EMBED_BACKENDS:
-        raise ValueError(f"unknown embedding backend {backend!r} (choose one of "
+    if backend not in ("auto", *EMBED_BACKENDS):
+        raise ValueError(f"unknown embedding backend {backend!r} (choose one of auto, "
                          f"{', '.join(EMBED_BACKENDS)})")
     return backend
 
@@ -171,14 +173,16 @@ class Settings(BaseSettings):
                     "shown or sent again): the served log is what grows with use in Redis")
     model: str = Field(
         DEFAULT_MODEL, validation_alias="PAPERREC_MODEL",
-        description="sentence-transformers model: the bundled default or a local model "
-                    "directory; never downloaded")
+        description="sentence-transformers model: the bundled default, all-mpnet-base-v2 "
+                    "(the mpnet extra) or a local model directory; never downloaded")
     embed_batch_size: int = Field(
         64, ge=1, validation_alias="PAPERREC_EMBED_BATCH_SIZE",
         description="texts per model batch")
     embed_backend: Annotated[str, _checked_by(check_embed_backend)] = Field(
         DEFAULT_EMBED_BACKEND, validation_alias="PAPERREC_EMBED_BACKEND",
-        description=f"how the model runs: {', '.join(EMBED_BACKENDS)}")
+        description=f"how the model runs: {', '.join(EMBED_BACKENDS)}, or auto: the one "
+                    f"measured best for the model (onnx-int8 for the default, onnx for "
+                    f"all-mpnet-base-v2)")
     # 1: on 2 shared cores the processes were slower than one session's two threads
     # (benchmarks/README.md, "Embedding"); more, idle cores may gain from them.
     embed_processes: int = Field(
