@@ -253,7 +253,7 @@ def train_collaborative(feedback: FeedbackStore, models: VersionedDir, index: Li
         ctx = context_for(served, model, counts_on_rows(served, feedback.like_counts()))
         model.calibration = calibrate(ctx, {
             user: [served.row(p) for p in liked if served.has(p)]
-            for user, liked in likes.items()})
+            for user, liked in likes.items()}, served.model)
     version = models.publish(lambda folder, _version: model.save(folder))
     return TrainSummary(version, len(likes), len(model.item_ids),
                         sum(len(v) for v in likes.values()), model.calibration.source,
@@ -277,11 +277,13 @@ def _trained_on(models: VersionedDir, version: str) -> str | None:
     return meta.get("likes_fingerprint") if isinstance(meta, dict) else None
 
 
-def calibrate(ctx: RankingContext, likes_by_user: Mapping[str, Sequence[int]]) -> Calibration:
+def calibrate(ctx: RankingContext, likes_by_user: Mapping[str, Sequence[int]],
+              embedding_model: str) -> Calibration:
     """The probability fitted on a deployment's feedback: for each user with two likes or more
     (index rows, oldest first) the latest HELD_OUT_FRACTION (at least one) is held out and the
     list ranked from the others; which of its top ``calibration.DEPTH`` the user went on to
-    like are the labels. The default when fewer than MIN_HELD_OUT_FOUND are found."""
+    like are the labels. The default for the index's embedding model when fewer than
+    MIN_HELD_OUT_FOUND are found."""
     seen = calibration.Observations.empty()
     nothing = np.zeros(0, np.int64)
     for rows in likes_by_user.values():
@@ -292,7 +294,7 @@ def calibrate(ctx: RankingContext, likes_by_user: Mapping[str, Sequence[int]]) -
         ranked = rank(ctx, liked, nothing, calibration.DEPTH)
         seen.add(ranked.scores / ranked.scale, len(liked), np.isin(ranked.rows, rows[-held:]))
     if seen.positives < MIN_HELD_OUT_FOUND:
-        return calibration.DEFAULT
+        return calibration.default_for(embedding_model)
     z, likes, labels = seen.arrays()
     return calibration.fit(z, likes, labels, source=f"fitted on {seen.positives} of "
                            f"{sum(len(labels) for labels in seen.labels)} held-out list items")

@@ -3,13 +3,15 @@ train` fitting it on the deployment's own latest likes (real Redis, the sample c
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from flask.testing import FlaskClient
 
-from recommender import wiring
+from recommender import jobs, wiring
 from recommender.core.config import Settings
+from recommender.embedding.encoders import TextEncoder
 from recommender.ranking import calibration
 from recommender.ranking.collaborative import CollaborativeModel
 
@@ -66,3 +68,28 @@ def test_train_fits_the_probability_on_the_latest_likes_and_lists_use_it(
     items = client.get("/v1/users/u1/recommendations?k=10").json["items"]
     chances = [item["probability"] for item in items]
     assert all(0 < p < 1 for p in chances) and chances == sorted(chances, reverse=True)
+
+
+def test_each_embedding_model_has_its_own_default() -> None:
+    mpnet = calibration.default_for("all-mpnet-base-v2")
+    assert mpnet != calibration.DEFAULT and "all-mpnet-base-v2" in mpnet.source
+    assert calibration.default_for("sentence-transformers/all-mpnet-base-v2") == mpnet
+    assert calibration.default_for("all-MiniLM-L6-v2") == calibration.DEFAULT
+    assert calibration.default_for("/models/specter") == calibration.DEFAULT  # not fitted
+
+
+def test_lists_and_train_over_an_index_of_another_model_use_that_models_default(
+    tmp_path: Path, redis_url: str, namespace: str, hashing_embedder: TextEncoder,
+    make_app: Any, ingest: Any, rebuild: Any, train: Any, like: Any, paper_ids_about: Any,
+) -> None:
+    settings = Settings(data_dir=tmp_path / "data", redis_url=redis_url,
+                        redis_namespace=namespace, index_check_seconds=0.0,
+                        model="all-mpnet-base-v2")
+    ingest(settings, jobs.sample_files())
+    rebuild(settings, embedder=hashing_embedder)  # the index says all-mpnet-base-v2
+    client = make_app(settings).test_client()
+    mpnet = calibration.default_for("all-mpnet-base-v2")
+    items = client.get("/v1/users/u0/recommendations?k=3").json["items"]
+    assert {item["probability"] for item in items} == {round(mpnet.base_rate, 4)}
+    like(client, "u0", paper_ids_about(settings, "")[0])
+    assert train(settings).calibration == mpnet.source  # too few likes to fit its own

@@ -9,8 +9,9 @@ likes, the user went on to like.
 
 ``paperrec train`` fits them on the deployment's own feedback (each user's latest likes held
 out, ``jobs.calibrate``) and stores them with the collaborative model version; with too
-little feedback it keeps ``DEFAULT``. ``paperrec evaluate`` fits and measures them on held-out likes
-(``expected_calibration_error``: 10 equal-width bins).
+little feedback it keeps the default fitted for the index's embedding model (``default_for``).
+``paperrec evaluate`` fits and measures them on held-out likes (``expected_calibration_error``:
+10 equal-width bins).
 """
 
 from __future__ import annotations
@@ -57,6 +58,20 @@ class Calibration:
 # default until a deployment has enough held-out likes of its own (``jobs.calibrate``).
 DEFAULT = Calibration(score=0.30200, likes=-0.18449, intercept=-3.69991, base_rate=0.10580,
                       source="default (citeulike-a, benchmarks/calibration.py)")
+# The same fit over all-mpnet-base-v2's vectors (benchmarks/results/calibration-mpnet.json: ECE
+# 0.014-0.019 on each split, where the one above gives 0.002-0.050: its like-count term
+# differs, -0.34 against -0.18).
+DEFAULTS = {
+    "all-mpnet-base-v2": Calibration(
+        score=0.26732, likes=-0.33790, intercept=-3.31777,
+        base_rate=0.11217,
+        source="default for all-mpnet-base-v2 (citeulike-a, benchmarks/calibration.py)"),
+}
+
+
+def default_for(model: str) -> Calibration:
+    """The default calibration of lists over an index of this embedding model's vectors."""
+    return DEFAULTS.get(model.removeprefix("sentence-transformers/"), DEFAULT)
 
 
 def fit(z: np.ndarray, likes: np.ndarray, labels: np.ndarray, source: str) -> Calibration:

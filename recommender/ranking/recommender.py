@@ -25,8 +25,7 @@ from recommender.feedback.store import Feedback, FeedbackStore, Signal
 from recommender.index.content_space import centre_query
 from recommender.index.paper_index import PaperIndex
 from recommender.index.store import LiveIndex
-from recommender.ranking.calibration import DEFAULT as DEFAULT_CALIBRATION
-from recommender.ranking.calibration import Calibration
+from recommender.ranking.calibration import Calibration, default_for
 from recommender.ranking.collaborative import CollaborativeModel
 from recommender.ranking.context import LiveContext
 from recommender.ranking.explain import Recommendation, explain, followed, plain
@@ -186,7 +185,7 @@ class Recommender:
         rules = state.rules
         plan = plan_rules(self._corpus, index, rules, now=now, since_day=since_day, never=(
             np.concatenate([liked, disliked] + ([served] if exclude_served else []))))
-        calibrated = model.calibration if model is not None else DEFAULT_CALIBRATION
+        calibrated = model.calibration if model is not None else default_for(index.model)
         extra_ids, extra = self._unindexed_likes(index, signals)
         return _ListInputs(index, ctx, liked, disliked, served, since_day, rules, plan,
                            calibrated, extra, extra_ids, len(liked) + len(extra))
