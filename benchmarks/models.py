@@ -13,13 +13,16 @@ it (onnx-int8 and onnx). What choosing the stronger model costs:
   (the P10 training likes of --users users; 1: their first like; 100: ten users' likes
   together), one BLAS and one FAISS thread as a worker ranks; the models alternate over
   --rounds rounds and the figures are the medians of the per-round medians, with the ratio
-  mpnet / MiniLM; and the index version's size on disk.
+  mpnet / MiniLM; and the index version's size on disk. The same over --synthetic (100k)
+  papers of synthetic vectors of each model's width (``index.synthetic_vectors``), an HNSW
+  index as the service builds above 20,000 papers, for readers of one to five topics
+  (``rank_cost.user_likes``); the index is built once per width and kept in --data-dir.
 
 The 16,980 papers are embedded once per model through the embedding cache in --data-dir (a
 second run embeds nothing). Quality is in the README's Evaluation section (``paperrec
 evaluate`` with ``PAPERREC_MODEL`` set), not here.
 
-    .venv/bin/python benchmarks/models.py   # about 6 min on 2 cores; the first run 5 more
+    .venv/bin/python benchmarks/models.py   # about 10 min on 2 cores; the first run 5 more
 
 Prints one JSON document and writes it to benchmarks/results/models.json (--output).
 """
@@ -27,7 +30,6 @@ Prints one JSON document and writes it to benchmarks/results/models.json (--outp
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -80,12 +82,9 @@ def throughput(embedders: dict[str, Embedder], texts: list[str], repeats: int,
 
 
 def reading_lists(embedders: dict[str, Embedder], args: argparse.Namespace) -> dict[str, Any]:
-    import faiss
-    from threadpoolctl import threadpool_limits
-
+    """Lists over citeulike-a embedded by each model (an exact index at this size)."""
     from recommender.index.store import IndexStore
     from recommender.ranking.context import context_for
-    from recommender.ranking.rank import rank
 
     data = load_dataset(args.citeulike / "papers.jsonl", args.citeulike / "splits/P10/train.tsv",
                         args.citeulike / "splits/P10/test.tsv", on_problem=log)
@@ -102,33 +101,79 @@ def reading_lists(embedders: dict[str, Embedder], args: argparse.Namespace) -> d
                                               args.data_dir / "embeddings.sqlite")
             log(f"{name}: {embedded} papers embedded, {vectors.shape[1]} dimensions")
             store = IndexStore(Path(folder) / name)
-            index = store.publish(data.paper_ids, vectors, days, name, 20_000, full=True)
+            store.publish(data.paper_ids, vectors, days, name, 20_000, full=True)
             sizes[name] = sum(p.stat().st_size for p in (Path(folder) / name).rglob("*")
                               if p.is_file())
             index = store.load(store.current_version())  # memory-mapped, as a worker loads it
             contexts[name] = context_for(index, None, data.like_counts)
-        empty = np.zeros(0, np.int64)
-        medians: dict[str, dict[int, list[float]]] = {n: {c: [] for c in LIKES} for n in contexts}
-        with threadpool_limits(1):
-            faiss.omp_set_num_threads(1)
-            for ctx in contexts.values():
-                for liked in users[100]:
-                    rank(ctx, liked, empty, K)  # warm-up
-            names = list(contexts)
-            for round_ in range(args.rounds):
-                for name in names[round_ % 2:] + names[:round_ % 2]:
-                    for count in LIKES:
-                        times = []
-                        for liked in users[count]:
-                            started = time.perf_counter()
-                            rank(contexts[name], liked, empty, K)
-                            times.append(time.perf_counter() - started)
-                        medians[name][count].append(1000 * statistics.median(times))
-                log(f"lists, round {round_ + 1}/{args.rounds}")
-    out: dict[str, Any] = {"papers": len(data.papers), "users_per_like_count": args.users}
-    for name in names:
-        out[name] = {"index_mb": round(sizes[name] / 2**20, 1), "median_ms": {
-            str(c): round(statistics.median(medians[name][c]), 2) for c in LIKES}}
+        out = list_costs(contexts, users, args.rounds, "citeulike-a")
+    for name in contexts:
+        out[name]["index_mb"] = round(sizes[name] / 2**20, 1)
+    return {"papers": len(data.papers), "users_per_like_count": args.users, **out}
+
+
+def synthetic_lists(embedders: dict[str, Embedder], args: argparse.Namespace) -> dict[str, Any]:
+    """Lists over --synthetic papers of synthetic vectors of each model's width (an HNSW index
+    above 20,000 papers, as the service builds), cached in --data-dir; the users like papers
+    of one to five topics (``rank_cost.user_likes``)."""
+    import index as index_benchmark
+    import rank_cost
+
+    from recommender.index.store import IndexStore
+    from recommender.ranking.context import context_for
+
+    n = rank_cost.SIZES[args.synthetic]
+    counts = np.floor(np.random.default_rng(args.seed).pareto(1.5, n)).astype(np.float32)
+    contexts, users = {}, {}
+    for name, embedder in embedders.items():
+        dim = embedder.encode(["width"]).shape[1]
+        store = IndexStore(args.data_dir / f"synthetic-{args.synthetic}-{dim}-{args.seed}")
+        if store.current_version() is None:
+            started = time.perf_counter()
+            store.publish([f"p{i}" for i in range(n)],
+                          index_benchmark.synthetic_vectors(n, args.seed, dim),
+                          np.arange(n, dtype=np.float64), name, 20_000, full=True)
+            log(f"{name}: {n} synthetic papers of {dim} dimensions indexed in "
+                f"{time.perf_counter() - started:.0f} s")
+        index = store.load(store.current_version())
+        contexts[name] = context_for(index, None, counts)
+        if not users:  # the same readers for both: drawn once, from the first index
+            users = rank_cost.user_likes(
+                args.data_dir / f"synthetic-users-{args.synthetic}-{args.seed}.npz",
+                np.asarray(index.vectors), list(LIKES), args.users, args.seed)
+    return {"papers": n, "kind": str(index.meta["kind"]), "users_per_like_count": args.users,
+            **list_costs(contexts, users, args.rounds, args.synthetic)}
+
+
+def list_costs(contexts: dict[str, Any], users: dict[int, list[np.ndarray]], rounds: int,
+               label: str) -> dict[str, Any]:
+    """Median ms of ``rank`` per like count for each context, one BLAS and one FAISS thread as
+    a worker ranks, the contexts alternating over the rounds; the ratio second / first."""
+    import faiss
+    from threadpoolctl import threadpool_limits
+
+    from recommender.ranking.rank import rank
+
+    empty = np.zeros(0, np.int64)
+    names = list(contexts)
+    medians: dict[str, dict[int, list[float]]] = {n: {c: [] for c in LIKES} for n in names}
+    with threadpool_limits(1):
+        faiss.omp_set_num_threads(1)
+        for ctx in contexts.values():
+            for liked in users[100]:
+                rank(ctx, liked, empty, K)  # warm-up
+        for round_ in range(rounds):
+            for name in names[round_ % 2:] + names[:round_ % 2]:
+                for count in LIKES:
+                    times = []
+                    for liked in users[count]:
+                        started = time.perf_counter()
+                        rank(contexts[name], liked, empty, K)
+                        times.append(time.perf_counter() - started)
+                    medians[name][count].append(1000 * statistics.median(times))
+            log(f"{label} lists, round {round_ + 1}/{rounds}")
+    out: dict[str, Any] = {name: {"median_ms": {
+        str(c): round(statistics.median(medians[name][c]), 2) for c in LIKES}} for name in names}
     first, second = names
     out["ratio"] = {str(c): round(statistics.median(
         b / a for a, b in zip(medians[first][c], medians[second][c], strict=True)), 2)
@@ -148,6 +193,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--users", type=int, default=50,
                         help="users per like count (default: 50)")
     parser.add_argument("--rounds", type=int, default=5, help="default: 5")
+    parser.add_argument("--synthetic", choices=["100k", "none"], default="100k",
+                        help="also lists over this many synthetic papers (HNSW); default: 100k")
     parser.add_argument("--seed", type=int, default=0, help="sample seed")
     parser.add_argument("--citeulike", type=Path, default=CITEULIKE,
                         help="citeulike-a directory (papers.jsonl, splits/)")
@@ -182,11 +229,10 @@ def main(argv: list[str] | None = None) -> int:
         "abstracts": throughput(embedders, embedding_benchmark.citeulike_texts(
             papers, args.abstracts, args.seed), args.repeats, "abstracts")}
     report["reading_list"] = reading_lists(embedders, args)
+    if args.synthetic != "none":
+        report["reading_list_synthetic"] = synthetic_lists(embedders, args)
     report["load_average_end"] = list(os.getloadavg())
-    text = json.dumps(report, indent=2)
-    print(text)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(text + "\n")
+    embedding_benchmark.write(report, args.output)
     return 0
 
 
