@@ -61,23 +61,13 @@ def log(message: str) -> None:
 
 def throughput(embedders: dict[str, Embedder], texts: list[str], repeats: int,
                sample: str) -> dict[str, Any]:
-    names = list(embedders)
-    for name in names:  # warm-up on real lengths
-        embedders[name].encode(texts[:16])
-    seconds: dict[str, list[float]] = {name: [] for name in names}
-    for repeat in range(repeats):
-        for name in names[repeat % len(names):] + names[:repeat % len(names)]:
-            started = time.perf_counter()
-            embedders[name].encode(texts)
-            seconds[name].append(time.perf_counter() - started)
-        log(f"{sample} {repeat + 1}/{repeats}: " + ", ".join(
-            f"{name} {len(texts) / seconds[name][-1]:.0f}/s" for name in names))
-    out: dict[str, Any] = {"papers": len(texts)}
-    for name in names:
-        out[name] = {"papers_per_second": round(len(texts) / statistics.median(seconds[name]), 1)}
-    first, second = names
+    """``embedding.throughput`` of the two models, and the median of the per-repeat ratios
+    of their times (second / first)."""
+    out = embedding_benchmark.throughput({name: e.encode for name, e in embedders.items()},
+                                         texts, repeats, sample)
+    first, second = embedders
     out["ratio"] = round(statistics.median(
-        b / a for a, b in zip(seconds[first], seconds[second], strict=True)), 2)
+        b / a for a, b in zip(out[first]["seconds"], out[second]["seconds"], strict=True)), 2)
     return out
 
 

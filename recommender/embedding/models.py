@@ -119,8 +119,14 @@ PACKAGED = {
 ALIASES = {f"sentence-transformers/{name}": name for name in PACKAGED}
 
 
+def canonical_name(name: str) -> str:
+    """A packaged model's own name for either of its names (with or without
+    ``sentence-transformers/``); any other name as it is."""
+    return ALIASES.get(name, name)
+
+
 def packaged(name: str) -> PackagedModel | None:
-    return PACKAGED.get(ALIASES.get(name, name))
+    return PACKAGED.get(canonical_name(name))
 
 
 def default_backend(name: str) -> str:

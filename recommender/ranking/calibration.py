@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 
+from recommender.embedding.models import canonical_name
+
 DEPTH = 20  # list items per user the calibration is fitted and measured on
 BINS = 10
 
@@ -71,7 +73,7 @@ DEFAULTS = {
 
 def default_for(model: str) -> Calibration:
     """The default calibration of lists over an index of this embedding model's vectors."""
-    return DEFAULTS.get(model.removeprefix("sentence-transformers/"), DEFAULT)
+    return DEFAULTS.get(canonical_name(model), DEFAULT)
 
 
 def fit(z: np.ndarray, likes: np.ndarray, labels: np.ndarray, source: str) -> Calibration:
