@@ -129,7 +129,8 @@ class RebuildSummary:
                 f"({self.reason}); {self.phases}")
 
 
-def rebuild_index(corpus: CorpusStore, embedder: TextEncoder, embedding_cache: Path,
+def rebuild_index(corpus: CorpusStore, embedder: TextEncoder,
+                  embedding_cache: EmbeddingCache,
                   index: IndexStore, exact_max: int, model: str, progress: bool = True,
                   full: bool = False, if_changed: bool = False,
                   cluster: EmbedCluster | None = None, processes: int = 1) -> RebuildSummary:

@@ -1,27 +1,48 @@
-"""The one place where the parts of paperrec are built from the settings.
+"""The application object: every part of paperrec, built once from the settings, and the jobs.
 
-``build(settings)`` makes the one Redis client, every store, the live index and model, the
-embedder, the link signer and feed tokens, the recommender, the feeds and the digest job. The
-service, the batch jobs, the digest job, readiness and metrics are handed the parts they need
-from here; nothing reaches through another object for its parts. Nothing is connected or
-loaded here: Redis connects, the index and the model load on first use.
+``build(settings)`` returns a ``Paperrec``. It owns every resource (the Redis client, the
+stores, the embedding cache, the live index and model, the embedder, the secret and what is
+signed with it, the harvest clients, the mailer) and offers the batch jobs as methods
+(``ingest``, ``fetch_arxiv``, ``fetch_openreview``, ``rebuild_index``, ``train``,
+``import_library``, ``send_digests``, ``evaluate``), each configured from the settings here.
+The CLI, the service, the tests and the benchmarks go through it; nobody repeats a job's
+arguments or builds a part of their own.
+
+Each part is made on first use (``functools.cached_property``), once per object: a fetch
+never starts the embedded Redis or loads the model, and the embedding cache is opened once a
+process. Redis connects, the index and the model load on first use too.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import Any
 
 import redis
 
+from recommender import jobs
 from recommender.core.config import Settings
+from recommender.core.papers import Rejection
+from recommender.corpus.arxiv import HarvestSummary
+from recommender.corpus.library import ParsedLibrary
+from recommender.corpus.oai_pmh import OaiPmhClient
+from recommender.corpus.openreview import OpenReviewClient, VenueSummary
 from recommender.corpus.store import CorpusStore
 from recommender.digest.feed_tokens import FeedTokens
 from recommender.digest.feeds import FeedBuilder
-from recommender.digest.job import DigestJob
+from recommender.digest.job import DigestJob, DigestSummary
 from recommender.digest.link_actions import LinkActions
 from recommender.digest.links import LinkSigner, load_secret
+from recommender.digest.mailer import Mailer
 from recommender.digest.subscriptions import SubscriptionStore
+from recommender.embedding.cache import EmbeddingCache
 from recommender.embedding.encoders import TextEncoder, shared_embedder
+from recommender.evaluation.dataset import Dataset
+from recommender.evaluation.runner import run_evaluation
+from recommender.feedback import library
+from recommender.feedback.layout import LayoutMigration, migrate_layout
 from recommender.feedback.rules import RuleStore
 from recommender.feedback.store import FeedbackStore
 from recommender.feedback.user_data import UserData
@@ -33,68 +54,212 @@ from recommender.storage.redis_keys import RedisKeys
 from recommender.storage.redis_writes import UserWrites
 from recommender.storage.versions import LiveVersion, VersionedDir
 
-
-@dataclass(frozen=True)
-class Components:
-    settings: Settings
-    redis: redis.Redis
-    keys: RedisKeys
-    corpus: CorpusStore
-    embedder: TextEncoder
-    index_store: IndexStore
-    index: LiveIndex
-    models: VersionedDir  # published collaborative models
-    collaborative: LiveVersion[CollaborativeModel]
-    feedback: FeedbackStore
-    subscriptions: SubscriptionStore
-    rules: RuleStore  # the readers' follow and mute rules
-    user_data: UserData
-    links: LinkSigner
-    link_actions: LinkActions
-    feed_tokens: FeedTokens  # the private feed URLs (signed with the links' secret)
-    recommender: Recommender
-    feeds: FeedBuilder  # reading lists as Atom and JSON Feed
-    digest: DigestJob
+OnRejection = Callable[[Rejection], None]
 
 
-def build(settings: Settings, *, embedder: TextEncoder | None = None) -> Components:
-    """Every part, from the settings; ``embedder`` replaces the configured model (tests that
-    are not about the model pass a small deterministic one)."""
-    client = connect(settings)
-    keys = RedisKeys(settings.redis_namespace)
-    writes = UserWrites(client, settings.redis_wait_replicas, settings.redis_wait_ms)
-    corpus = CorpusStore(settings.corpus_path)
-    encoder = embedder or configured_embedder(settings)
-    index_store = IndexStore(settings.index_dir)
-    index = LiveIndex(index_store, settings.index_check_seconds)
-    models = VersionedDir(settings.collaborative_dir)
-    collaborative = LiveVersion(models, lambda v: CollaborativeModel.load(models.path(v)),
-                                "collaborative model",
-                                "no model trained yet: run `paperrec train`",
-                                settings.index_check_seconds)
-    feedback = FeedbackStore(client, keys, settings.served_history_max, writes)
-    subscriptions = SubscriptionStore(client, keys, writes)
-    rules = RuleStore(client, keys, writes)
-    secret = load_secret(settings.secret_key, settings.data_dir)
-    links = LinkSigner(secret)
-    feed_tokens = FeedTokens(client, keys, secret, settings.public_url, writes)
-    recommender = Recommender(corpus, index, collaborative, feedback, encoder,
-                              settings.embedding_cache_path)
-    return Components(
-        settings=settings, redis=client, keys=keys, corpus=corpus, embedder=encoder,
-        index_store=index_store, index=index, models=models, collaborative=collaborative,
-        feedback=feedback, subscriptions=subscriptions, rules=rules,
-        user_data=UserData(feedback, [subscriptions, rules, feed_tokens]), links=links,
-        link_actions=LinkActions(links, subscriptions, feedback, corpus),
-        feed_tokens=feed_tokens, recommender=recommender,
-        feeds=FeedBuilder(recommender, corpus, feedback, rules, index, collaborative,
-                          settings.public_url),
-        digest=DigestJob(recommender, subscriptions, feedback, corpus, links,
-                         settings.public_url, settings.mail_from),
-    )
+def build(settings: Settings, *, embedder: TextEncoder | None = None) -> Paperrec:
+    """The application over these settings; ``embedder`` replaces the configured model
+    (tests that are not about the model pass a small deterministic one)."""
+    return Paperrec(settings, embedder)
+
+
+class Paperrec:
+    """Every part, from the settings, and the jobs over them (see the module's docstring)."""
+
+    def __init__(self, settings: Settings, embedder: TextEncoder | None = None) -> None:
+        self.settings = settings
+        self._embedder = embedder
+
+    # --- stores and clients ---------------------------------------------------------------
+
+    @cached_property
+    def redis(self) -> redis.Redis:
+        return connect(self.settings)
+
+    @cached_property
+    def keys(self) -> RedisKeys:
+        return RedisKeys(self.settings.redis_namespace)
+
+    @cached_property
+    def writes(self) -> UserWrites:
+        return UserWrites(self.redis, self.settings.redis_wait_replicas,
+                          self.settings.redis_wait_ms)
+
+    @cached_property
+    def corpus(self) -> CorpusStore:
+        return CorpusStore(self.settings.corpus_path)
+
+    @cached_property
+    def embedder(self) -> TextEncoder:
+        """The model the settings name, on their backend (loaded on first use, once a
+        process), unless another was given to ``build``."""
+        return self._embedder or configured_embedder(self.settings)
+
+    @cached_property
+    def embedding_cache(self) -> EmbeddingCache:
+        return EmbeddingCache(self.settings.embedding_cache_path)
+
+    @cached_property
+    def index_store(self) -> IndexStore:
+        return IndexStore(self.settings.index_dir)
+
+    @cached_property
+    def index(self) -> LiveIndex:
+        return LiveIndex(self.index_store, self.settings.index_check_seconds)
+
+    @cached_property
+    def models(self) -> VersionedDir:
+        """The published collaborative models."""
+        return VersionedDir(self.settings.collaborative_dir)
+
+    @cached_property
+    def collaborative(self) -> LiveVersion[CollaborativeModel]:
+        models = self.models
+        return LiveVersion(models, lambda v: CollaborativeModel.load(models.path(v)),
+                           "collaborative model", "no model trained yet: run `paperrec train`",
+                           self.settings.index_check_seconds)
+
+    @cached_property
+    def feedback(self) -> FeedbackStore:
+        return FeedbackStore(self.redis, self.keys, self.settings.served_history_max,
+                             self.writes)
+
+    @cached_property
+    def subscriptions(self) -> SubscriptionStore:
+        return SubscriptionStore(self.redis, self.keys, self.writes)
+
+    @cached_property
+    def rules(self) -> RuleStore:
+        """The readers' follow and mute rules."""
+        return RuleStore(self.redis, self.keys, self.writes)
+
+    @cached_property
+    def user_data(self) -> UserData:
+        return UserData(self.feedback, [self.subscriptions, self.rules, self.feed_tokens])
+
+    @cached_property
+    def secret(self) -> bytes:
+        """The deployment's secret (PAPERREC_SECRET_KEY, else secret.key in the data dir)."""
+        return load_secret(self.settings.secret_key, self.settings.data_dir)
+
+    @cached_property
+    def links(self) -> LinkSigner:
+        return LinkSigner(self.secret)
+
+    @cached_property
+    def link_actions(self) -> LinkActions:
+        return LinkActions(self.links, self.subscriptions, self.feedback, self.corpus)
+
+    @cached_property
+    def feed_tokens(self) -> FeedTokens:
+        """The private feed URLs (signed with the links' secret)."""
+        return FeedTokens(self.redis, self.keys, self.secret, self.settings.public_url,
+                          self.writes)
+
+    @cached_property
+    def recommender(self) -> Recommender:
+        return Recommender(self.corpus, self.index, self.collaborative, self.feedback,
+                           self.embedder, self.embedding_cache)
+
+    @cached_property
+    def feeds(self) -> FeedBuilder:
+        """Reading lists as Atom and JSON Feed."""
+        return FeedBuilder(self.recommender, self.corpus, self.feedback, self.rules,
+                           self.index, self.collaborative, self.settings.public_url)
+
+    @cached_property
+    def digest(self) -> DigestJob:
+        return DigestJob(self.recommender, self.subscriptions, self.feedback, self.corpus,
+                         self.links, self.settings.public_url, self.settings.mail_from)
+
+    @cached_property
+    def mailer(self) -> Mailer:
+        """SMTP_URL, or .eml files in PAPERREC_MAIL_DRY_RUN_DIR."""
+        return Mailer(self.settings.smtp_url, self.settings.mail_dry_run_dir)
+
+    @cached_property
+    def arxiv(self) -> OaiPmhClient:
+        s = self.settings
+        return OaiPmhClient(s.arxiv_oai_url, s.arxiv_delay_seconds, s.arxiv_retries)
+
+    @cached_property
+    def openreview(self) -> OpenReviewClient:
+        s = self.settings
+        return OpenReviewClient(s.openreview_url, s.openreview_delay_seconds,
+                                s.openreview_retries)
+
+    def close(self) -> None:
+        """Close what was opened (the parts never used were never made)."""
+        for name in ("arxiv", "openreview", "corpus", "embedding_cache"):
+            part = self.__dict__.pop(name, None)
+            if part is not None:
+                part.close()
+
+    # --- jobs -----------------------------------------------------------------------------
+
+    def ingest(self, paths: Iterable[Path], on_rejection: OnRejection) -> jobs.IngestSummary:
+        """Read papers from files into the corpus; bad records are reported and skipped."""
+        return jobs.ingest(self.corpus, paths, on_rejection)
+
+    def fetch_arxiv(self, categories: Sequence[str], on_rejection: OnRejection, *,
+                    from_date: str | None = None, summary: HarvestSummary | None = None,
+                    progress: bool = True) -> HarvestSummary:
+        """Harvest these arXiv categories (``jobs.fetch_arxiv``)."""
+        return jobs.fetch_arxiv(self.corpus, self.arxiv, categories, on_rejection, from_date,
+                                summary, progress)
+
+    def fetch_openreview(self, venues: Sequence[str], on_rejection: OnRejection, *,
+                         summary: VenueSummary | None = None,
+                         progress: bool = True) -> VenueSummary:
+        """Store the accepted papers of these OpenReview venues (``jobs.fetch_openreview``)."""
+        return jobs.fetch_openreview(self.corpus, self.openreview, venues, on_rejection,
+                                     summary, progress)
+
+    def rebuild_index(self, *, full: bool = False, if_changed: bool = False,
+                      cluster: str = "", progress: bool = True) -> jobs.RebuildSummary:
+        """Embed what is new and publish an index version (``jobs.rebuild_index``);
+        ``cluster``: a Dask scheduler's address instead of PAPERREC_EMBED_CLUSTER."""
+        s = self.settings
+        return jobs.rebuild_index(self.corpus, self.embedder, self.embedding_cache,
+                                  self.index_store, s.exact_index_max, s.model,
+                                  progress=progress, full=full, if_changed=if_changed,
+                                  cluster=jobs.EmbedCluster.from_settings(s, cluster),
+                                  processes=s.embed_process_count)
+
+    def train(self, *, if_changed: bool = False, progress: bool = True) -> jobs.TrainSummary:
+        """Fit and publish the collaborative model (``jobs.train_collaborative``)."""
+        return jobs.train_collaborative(self.feedback, self.models, self.index,
+                                        progress=progress, if_changed=if_changed)
+
+    def import_library(self, parsed: ParsedLibrary, user_id: str,
+                       now: float) -> library.ImportReport:
+        """Like the papers of a reader's library file, adding the unknown ones."""
+        return library.import_library(parsed, user_id, corpus=self.corpus,
+                                      feedback=self.feedback, embedder=self.embedder,
+                                      embedding_cache=self.embedding_cache, now=now)
+
+    def send_digests(self, now: float, *, only_user: str | None = None,
+                     dry_run: Path | None = None, progress: bool = True) -> DigestSummary:
+        """Send every due digest; ``dry_run``: write them as .eml files into that folder."""
+        mailer = Mailer(self.settings.smtp_url, dry_run) if dry_run else self.mailer
+        try:
+            return self.digest.run(mailer, now, only_user=only_user, progress=progress)
+        finally:
+            mailer.close()
+
+    def evaluate(self, data: Dataset, methods: list[str], *, seed: int = 0,
+                 index: str = "auto", new_papers: float | None = None,
+                 progress: bool = True) -> dict[str, Any]:
+        """The offline evaluation of these methods (``evaluation.runner``)."""
+        return run_evaluation(data, methods, seed, self.settings, self.embedder,
+                              self.embedding_cache, progress=progress, index=index,
+                              new_papers=new_papers)
+
+    def migrate_redis(self) -> LayoutMigration:
+        """Move an older paperrec's Redis keys into today's layout."""
+        return migrate_layout(self.redis, self.keys)
 
 
 def configured_embedder(settings: Settings) -> TextEncoder:
-    """The model the settings name, on their backend (loaded on first use, once a process);
-    all the offline evaluation needs of the parts."""
+    """The model the settings name, on their backend (loaded on first use, once a process)."""
     return shared_embedder(settings.model, settings.embed_batch_size, settings.embed_backend)

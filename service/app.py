@@ -11,7 +11,7 @@ from flask import Flask, Response, g, request
 
 from recommender import wiring
 from recommender.core.config import Settings
-from recommender.wiring import Components
+from recommender.wiring import Paperrec
 
 from . import (
     feed_api,  # noqa: F401  (declares its views on the API blueprint)
@@ -29,7 +29,7 @@ from .state import EXTENSION
 log = logging.getLogger("paperrec.requests")
 
 
-def create_app(settings: Settings | None = None, parts: Components | None = None) -> Flask:
+def create_app(settings: Settings | None = None, parts: Paperrec | None = None) -> Flask:
     """The app over ``parts`` (default: ``recommender.wiring.build(settings)``)."""
     parts = parts or wiring.build(settings or Settings.from_env())
     settings = parts.settings

@@ -22,16 +22,12 @@ from recommender.core.errors import (
     PaperrecError,
     StoreUnavailable,
 )
+from recommender.core.papers import Rejection
 from recommender.corpus.arxiv import HarvestSummary, set_for_category
-from recommender.corpus.oai_pmh import HarvestFailed, OaiPmhClient
-from recommender.corpus.openreview import OpenReviewClient, VenueSummary, check_venue_id
-from recommender.corpus.store import CorpusStore
-from recommender.digest.mailer import Mailer
+from recommender.corpus.oai_pmh import HarvestFailed
+from recommender.corpus.openreview import VenueSummary, check_venue_id
 from recommender.evaluation import dataset, runner
 from recommender.evaluation.methods import INDEX_KINDS, METHOD_NAMES
-from recommender.feedback.layout import migrate_layout
-from recommender.storage.redis_client import connect
-from recommender.storage.redis_keys import RedisKeys
 
 MAX_PROBLEMS_SHOWN = 20
 BAD_SETTINGS = 2  # exit status when a setting breaks its rule (as argparse's usage errors)
@@ -271,8 +267,7 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
     files = list(args.files) + (jobs.sample_files() if args.sample else [])
     if not files:
         raise SystemExit("paperrec ingest: name at least one FILE, or --sample")
-    summary = jobs.ingest(wiring.build(settings).corpus, files,
-                          on_rejection=lambda r: print(r, file=sys.stderr))
+    summary = wiring.build(settings).ingest(files, on_rejection=lambda r: print(r, file=sys.stderr))
     print(f"ingest: {summary}")
     return 0
 
@@ -305,18 +300,14 @@ def _add_library(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 def _import_library(args: argparse.Namespace, settings: Settings) -> int:
     from recommender.core.ids import validate_user_id
     from recommender.corpus.library import format_for, parse_library
-    from recommender.feedback.library import import_library
 
     try:
         text = args.file.read_bytes().decode("utf-8-sig", errors="replace")
     except OSError as exc:
         raise InvalidInput(f"cannot read {args.file}: {exc.strerror}") from None
     fmt = args.format or format_for(None, args.file.name)
-    parts = wiring.build(settings)
-    report = import_library(parse_library(text, fmt), validate_user_id(args.user),
-                            corpus=parts.corpus, feedback=parts.feedback,
-                            embedder=parts.embedder,
-                            embedding_cache=settings.embedding_cache_path, now=time.time())
+    report = wiring.build(settings).import_library(parse_library(text, fmt),
+                                                   validate_user_id(args.user), now=time.time())
     for item in report.rejected:
         where = f"line {item.line}" if item.line else f"entry {item.index}"
         print(f"{args.file}:{where}: {item.entry}: {item.reason}", file=sys.stderr)
@@ -456,44 +447,37 @@ def _fetch_arxiv(args: argparse.Namespace, settings: Settings) -> int:
         print(f"paperrec fetch arxiv: PAPERREC_ARXIV_CATEGORIES: {exc.message}",
               file=sys.stderr)
         return BAD_SETTINGS
-    # Only the corpus is needed: no Redis, no model (wiring.build would start both).
-    corpus = CorpusStore(settings.corpus_path)
-    client = OaiPmhClient(settings.arxiv_oai_url, settings.arxiv_delay_seconds,
-                          settings.arxiv_retries)
+    app = wiring.build(settings)  # only the corpus and the client are made: no Redis, no model
     summary = HarvestSummary()
     try:
-        jobs.fetch_arxiv(corpus, client, categories,
-                         on_rejection=lambda r: print(f"{r.source}: {r.reason}",
-                                                      file=sys.stderr),
-                         from_date=args.from_date, summary=summary, progress=not args.quiet)
+        app.fetch_arxiv(categories, _print_rejection, from_date=args.from_date,
+                        summary=summary, progress=not args.quiet)
     except HarvestFailed:
         print(f"fetch arxiv: stopped early after {summary}", file=sys.stderr)
         raise
     finally:
-        client.close()
-        corpus.close()
+        app.close()
     print(f"fetch arxiv: {summary}")
     return 0
 
 
 def _fetch_openreview(args: argparse.Namespace, settings: Settings) -> int:
-    corpus = CorpusStore(settings.corpus_path)  # only the corpus: no Redis, no model
-    client = OpenReviewClient(settings.openreview_url, settings.openreview_delay_seconds,
-                              settings.openreview_retries)
+    app = wiring.build(settings)  # only the corpus and the client are made: no Redis, no model
     summary = VenueSummary()
     try:
-        jobs.fetch_openreview(corpus, client, args.venue,
-                              on_rejection=lambda r: print(f"{r.source}: {r.reason}",
-                                                           file=sys.stderr),
-                              summary=summary, progress=not args.quiet)
+        app.fetch_openreview(args.venue, _print_rejection, summary=summary,
+                             progress=not args.quiet)
     except HarvestFailed:
         print(f"fetch openreview: stopped early after {summary}", file=sys.stderr)
         raise
     finally:
-        client.close()
-        corpus.close()
+        app.close()
     print(f"fetch openreview: {summary}")
     return 0
+
+
+def _print_rejection(rejection: Rejection) -> None:
+    print(f"{rejection.source}: {rejection.reason}", file=sys.stderr)
 
 
 def _cluster_address(value: str) -> str:
@@ -504,14 +488,10 @@ def _cluster_address(value: str) -> str:
 
 
 def _rebuild(args: argparse.Namespace, settings: Settings) -> int:
-    parts = wiring.build(settings)
     try:
-        summary = jobs.rebuild_index(
-            parts.corpus, parts.embedder, settings.embedding_cache_path, parts.index_store,
-            settings.exact_index_max, settings.model, progress=not args.quiet, full=args.full,
-            if_changed=args.if_changed,
-            cluster=jobs.EmbedCluster.from_settings(settings, args.cluster or ""),
-            processes=settings.embed_process_count)
+        summary = wiring.build(settings).rebuild_index(
+            full=args.full, if_changed=args.if_changed, cluster=args.cluster or "",
+            progress=not args.quiet)
     except ClusterUnreachable as exc:  # an address to check, as a bad setting
         print(f"paperrec {args.command}: {exc.message}", file=sys.stderr)
         return BAD_SETTINGS
@@ -531,9 +511,9 @@ def _evaluate(args: argparse.Namespace, settings: Settings) -> int:
     data = dataset.load_dataset(args.papers, args.train, args.test, on_problem=report)
     if problems > MAX_PROBLEMS_SHOWN:
         print(f"... and {problems - MAX_PROBLEMS_SHOWN} more problems", file=sys.stderr)
-    result = runner.run_evaluation(data, args.methods, args.seed, settings,
-                                   wiring.configured_embedder(settings), progress=not args.quiet,
-                                   index=args.index, new_papers=args.new_papers)
+    result = wiring.build(settings).evaluate(data, args.methods, seed=args.seed,
+                                             index=args.index, new_papers=args.new_papers,
+                                             progress=not args.quiet)
     runner.write_report(result, args.json)
     print(runner.render_table(result))
     print(f"evaluate: wrote {args.json}")
@@ -541,9 +521,7 @@ def _evaluate(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _train(args: argparse.Namespace, settings: Settings) -> int:
-    parts = wiring.build(settings)
-    summary = jobs.train_collaborative(parts.feedback, parts.models, parts.index,
-                                       progress=not args.quiet, if_changed=args.if_changed)
+    summary = wiring.build(settings).train(if_changed=args.if_changed, progress=not args.quiet)
     print(f"train: {summary}")
     return 0
 
@@ -561,9 +539,8 @@ def _iso_time(value: str) -> float:
 
 def _digest(args: argparse.Namespace, settings: Settings) -> int:
     now = args.now if args.now is not None else time.time()
-    mailer = Mailer(settings.smtp_url, args.dry_run)
-    summary = wiring.build(settings).digest.run(mailer, now, only_user=args.user,
-                                                progress=not args.quiet)
+    summary = wiring.build(settings).send_digests(now, only_user=args.user,
+                                                  dry_run=args.dry_run, progress=not args.quiet)
     print(f"digest: {summary}")
     return 1 if summary.failed else 0
 
@@ -595,7 +572,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _migrate_redis(args: argparse.Namespace, settings: Settings) -> int:
-    summary = migrate_layout(connect(settings), RedisKeys(settings.redis_namespace))
+    summary = wiring.build(settings).migrate_redis()
     if not summary.already_done:
         print(f"migrate-redis: {summary.keys_moved} keys moved; {summary.users} users, "
               f"{summary.liked_papers} liked papers counted")

@@ -20,7 +20,7 @@ from recommender.corpus.library import (
     parse_library,
 )
 from recommender.corpus.library_writers import FILE_EXTENSIONS, content_type, write_library
-from recommender.feedback.library import ImportReport, import_library, liked_papers
+from recommender.feedback.library import ImportReport, liked_papers
 
 from .api_models import ImportOut, LibraryQuery
 from .openapi import operation
@@ -74,10 +74,7 @@ def import_for(user_id: str, text: str, fmt: LibraryFormat) -> ImportReport:
     """Import a library file's text as the user's likes, counted by service.metrics (the API
     and the web Library page)."""
     parts = components()
-    report = import_library(parse_library(text, fmt), user_id, corpus=parts.corpus,
-                            feedback=parts.feedback, embedder=parts.embedder,
-                            embedding_cache=parts.settings.embedding_cache_path,
-                            now=time.time())
+    report = parts.import_library(parse_library(text, fmt), user_id, now=time.time())
     if report.matched or report.added:
         g.feedback_written = "like"
     return report

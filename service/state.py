@@ -2,10 +2,10 @@
 
 from flask import current_app
 
-from recommender.wiring import Components
+from recommender.wiring import Paperrec
 
 EXTENSION = "paperrec"
 
 
-def components() -> Components:
+def components() -> Paperrec:
     return current_app.extensions[EXTENSION]

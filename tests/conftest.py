@@ -195,10 +195,7 @@ def _fast_tests_never_load_the_model(
 def rebuild_index(settings: Settings, full: bool = False,
                   embedder: TextEncoder | None = None) -> jobs.RebuildSummary:
     """``paperrec rebuild-index`` on these settings; ``embedder`` replaces the model."""
-    parts = wiring.build(settings, embedder=embedder)
-    return jobs.rebuild_index(parts.corpus, parts.embedder, settings.embedding_cache_path,
-                              parts.index_store, settings.exact_index_max, settings.model,
-                              progress=False, full=full)
+    return wiring.build(settings, embedder=embedder).rebuild_index(full=full, progress=False)
 
 
 @pytest.fixture(scope="session")
@@ -211,8 +208,7 @@ def rebuild() -> Callable[..., jobs.RebuildSummary]:
 @pytest.fixture(scope="session")
 def ingest() -> Callable[[Settings, list[Path]], jobs.IngestSummary]:
     """Runs ``paperrec ingest`` of these files on the settings given."""
-    return lambda settings, files: jobs.ingest(wiring.build(settings).corpus, files,
-                                               on_rejection=print)
+    return lambda settings, files: wiring.build(settings).ingest(files, on_rejection=print)
 
 
 @pytest.fixture(scope="session")
@@ -220,8 +216,7 @@ def train() -> Callable[[Settings], jobs.TrainSummary]:
     """Runs ``paperrec train`` on the settings given."""
 
     def run(settings: Settings) -> jobs.TrainSummary:
-        parts = wiring.build(settings)
-        return jobs.train_collaborative(parts.feedback, parts.models, parts.index, progress=False)
+        return wiring.build(settings).train(progress=False)
 
     return run
 
@@ -230,7 +225,7 @@ def train() -> Callable[[Settings], jobs.TrainSummary]:
 
 def _build_sample(data_dir: Path, embedder: TextEncoder | None) -> Path:
     build = Settings(data_dir=data_dir)
-    summary = jobs.ingest(wiring.build(build).corpus, jobs.sample_files(), on_rejection=print)
+    summary = wiring.build(build).ingest(jobs.sample_files(), on_rejection=print)
     assert summary.added == 38 and summary.rejected == 0
     assert rebuild_index(build, embedder=embedder).version == "000001"
     return data_dir

@@ -17,7 +17,6 @@ from recommender.core.config import Settings
 from recommender.core.errors import PaperrecError
 from recommender.digest import job as digest
 from recommender.digest.job import DigestSummary
-from recommender.digest.mailer import Mailer
 from service import create_app
 from tests.servers import Inbox, free_port
 
@@ -43,8 +42,7 @@ def mail_settings(sample_settings: Settings, inbox: Inbox) -> Settings:
 
 def send(settings: Settings, now: float, dry_run_dir: Path | None = None) -> DigestSummary:
     """``paperrec digest`` at ``now`` (``--dry-run DIR`` when ``dry_run_dir`` is given)."""
-    mailer = Mailer(settings.smtp_url, dry_run_dir)
-    return wiring.build(settings).digest.run(mailer, now, progress=False)
+    return wiring.build(settings).send_digests(now, dry_run=dry_run_dir, progress=False)
 
 
 def subscribe(client: Any, user: str, address: str, **extra: Any) -> None:

@@ -93,25 +93,20 @@ def client(cluster: LocalCluster) -> Iterator[Client]:
 def local(tmp_path_factory: pytest.TempPathFactory) -> Settings:
     """The sample papers embedded and indexed in this process, on BACKEND."""
     settings = Settings(data_dir=tmp_path_factory.mktemp("local"), embed_backend=BACKEND)
-    jobs.ingest(wiring.build(settings).corpus, jobs.sample_files(), on_rejection=print)
-    parts = wiring.build(settings)
-    jobs.rebuild_index(parts.corpus, parts.embedder, settings.embedding_cache_path,
-                       parts.index_store, settings.exact_index_max, settings.model,
-                       progress=False)
+    app = wiring.build(settings)
+    app.ingest(jobs.sample_files(), on_rejection=print)
+    app.rebuild_index(progress=False)
     return settings
 
 
 def _fresh(settings: Settings, cluster: LocalCluster) -> Settings:
-    jobs.ingest(wiring.build(settings).corpus, jobs.sample_files(), on_rejection=print)
+    wiring.build(settings).ingest(jobs.sample_files(), on_rejection=print)
     return settings.replace(embed_cluster=cluster.scheduler_address, embed_shard_size=SHARD,
                             embed_backend=BACKEND)
 
 
 def _rebuild(settings: Settings) -> jobs.RebuildSummary:
-    parts = wiring.build(settings)
-    return jobs.rebuild_index(parts.corpus, parts.embedder, settings.embedding_cache_path,
-                              parts.index_store, settings.exact_index_max, settings.model,
-                              progress=False, cluster=jobs.EmbedCluster.from_settings(settings))
+    return wiring.build(settings).rebuild_index(progress=False)
 
 
 def _vectors(settings: Settings) -> dict[str, np.ndarray]:

@@ -137,22 +137,22 @@ def test_the_cache_never_mixes_backends(
     cache = EmbeddingCache(cache_path)
     cache.put(vector_key(DEFAULT_MODEL, "torch"), hashes, torch_vectors)
     cache.close()
-    from_torch, embedded = cached_vectors(torch, cache_path, hashes, texts_of,
+    from_torch, embedded = cached_vectors(torch, EmbeddingCache(cache_path), hashes, texts_of,
                                       progress=False)
     assert embedded == 0
     np.testing.assert_array_equal(from_torch, torch_vectors)
 
     # The torch vectors are cached, yet onnx-int8 embeds every paper itself, and both stay.
-    fast, embedded = cached_vectors(int8, cache_path, hashes, texts_of,
+    fast, embedded = cached_vectors(int8, EmbeddingCache(cache_path), hashes, texts_of,
                                       progress=False)
     assert embedded == len(sample)
     assert not np.array_equal(fast, torch_vectors)
     assert np.sum(fast * torch_vectors, axis=1).mean() >= 0.99
-    again, embedded = cached_vectors(int8, cache_path, hashes, texts_of,
+    again, embedded = cached_vectors(int8, EmbeddingCache(cache_path), hashes, texts_of,
                                       progress=False)
     assert embedded == 0
     np.testing.assert_array_equal(again, fast)
-    still, _ = cached_vectors(torch, cache_path, hashes, texts_of,
+    still, _ = cached_vectors(torch, EmbeddingCache(cache_path), hashes, texts_of,
                                       progress=False)
     np.testing.assert_array_equal(still, torch_vectors)
 

@@ -8,12 +8,14 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
+from recommender import wiring
 from recommender.core.config import Settings
-from recommender.embedding.encoders import shared_embedder
+from recommender.embedding.encoders import TextEncoder, shared_embedder
 from recommender.evaluation.dataset import (
     Dataset,
     load_dataset,
@@ -22,13 +24,19 @@ from recommender.evaluation.dataset import (
 )
 from recommender.evaluation.methods import METHOD_NAMES, TfidfSvm, TopRows, make_method
 from recommender.evaluation.metrics import new_paper_metrics, top_rows, user_metrics
-from recommender.evaluation.runner import run_evaluation
 from recommender.index.paper_index import PaperIndex
 from recommender.ranking import rank as ranking
 from service.cli import main
 
 EMBEDDER = shared_embedder(Settings().model, 64, Settings().embed_backend)  # loaded on use
 NDCG_ONE_HIT_OF_TWO = 1 / (1 + 1 / math.log2(3))  # a hit at rank 1, two test papers
+
+
+def evaluate(settings: Settings, embedder: TextEncoder, data: Dataset, methods: list[str],
+             **options: Any) -> dict[str, Any]:
+    """``paperrec evaluate`` of these methods, seed 0, through the application object."""
+    return wiring.build(settings, embedder=embedder).evaluate(data, methods, progress=False,
+                                                              **options)
 
 
 def write_dataset(
@@ -77,8 +85,7 @@ def test_popular_on_a_hand_computed_dataset(tmp_path: Path) -> None:
     assert summary["train_likes"] == 7 and summary["skipped_interactions"] == 2
     assert summary["test_in_train"] == 1  # u1's p00 is a training paper: never a hit
 
-    report = run_evaluation(data, ["popular"], seed=0, settings=Settings(),
-                            embedder=EMBEDDER, progress=False)
+    report = evaluate(Settings(), EMBEDDER, data, ["popular"])
     popular = report["methods"]["popular"]
     # u1 ranks p02 first and p29 28th; u2 and u4 rank their one test paper first;
     # u5 (absent from train) ranks p00 first and p28 29th.
@@ -134,8 +141,7 @@ def test_tfidf_svm_ranks_a_paper_sharing_distinctive_words_first(tmp_path: Path)
     svm.fit(data, None)
     liked = data.train[0]
     assert data.paper_ids[top_rows(svm.scores(liked), liked)[0]] == "q3"
-    report = run_evaluation(data, ["tfidf-svm"], seed=0, settings=Settings(),
-                            embedder=EMBEDDER, progress=False)
+    report = evaluate(Settings(), EMBEDDER, data, ["tfidf-svm"])
     assert report["methods"]["tfidf-svm"]["recall@20"] == 1.0
     assert report["methods"]["tfidf-svm"]["ndcg@20"] == 1.0
 
@@ -161,8 +167,7 @@ def co_liked_case(tmp_path: Path) -> Dataset:
 
 def test_cf_recommends_what_readers_of_the_same_papers_saved(tmp_path: Path) -> None:
     data = co_liked_case(tmp_path)
-    report = run_evaluation(data, ["cf"], seed=0, settings=Settings(),
-                            embedder=EMBEDDER, progress=False)
+    report = evaluate(Settings(), EMBEDDER, data, ["cf"])
     assert report["methods"]["cf"]["ndcg@20"] == 1.0
 
 
@@ -206,12 +211,11 @@ def test_the_command_rejects_an_unknown_method(
 def test_content_finds_the_topic_and_a_second_run_embeds_nothing(tmp_path: Path) -> None:
     data = load_dataset(*write_dataset(tmp_path, TOPICS, ["u\tq1", "v\tb1"], ["u\tq2", "v\tb3"]))
     settings = Settings(data_dir=tmp_path / "var")
-    first = run_evaluation(data, ["content", "content-max"], 0, settings, EMBEDDER,
-                           progress=False)
+    first = evaluate(settings, EMBEDDER, data, ["content", "content-max"])
     assert first["dataset"]["newly_embedded"] == len(TOPICS)
     for name in ("content", "content-max"):  # q2 and b3 come first, of 8 candidates
         assert first["methods"][name]["ndcg@20"] == pytest.approx(1.0)
-    second = run_evaluation(data, ["content"], 0, settings, EMBEDDER, progress=False)
+    second = evaluate(settings, EMBEDDER, data, ["content"])
     assert second["dataset"]["newly_embedded"] == 0
     assert second["methods"]["content"]["ndcg@20"] == first["methods"]["content"]["ndcg@20"]
 
@@ -221,14 +225,13 @@ def test_hybrid_ranks_through_the_production_ranking(tmp_path: Path) -> None:
     data = co_liked_case(tmp_path)
     settings = Settings(data_dir=tmp_path / "var")
     hybrid = make_method("hybrid", seed=0)
-    hybrid.fit(data, paper_vectors(data.papers, EMBEDDER, settings.embedding_cache_path,
+    hybrid.fit(data, paper_vectors(data.papers, EMBEDDER, wiring.build(settings).embedding_cache,
                                    progress=False)[0])
     liked = data.train[data.users.index("t")]
     ranked = top_rows(hybrid.scores(liked), liked)
     assert sorted(data.paper_ids[r] for r in ranked) == sorted(
         pid for pid, _ in TOPICS if pid != "q1")
-    report = run_evaluation(data, ["hybrid"], seed=0, settings=settings, embedder=EMBEDDER,
-                            progress=False)
+    report = evaluate(settings, EMBEDDER, data, ["hybrid"])
     assert report["methods"]["hybrid"]["users"] == 1
     assert report["methods"]["hybrid"]["recall@300"] == 1.0
     assert report["methods"]["hybrid"]["calibration"] is None  # one user: no half to fit on
@@ -293,8 +296,8 @@ def test_hybrid_ranks_through_the_index_kind_asked_for(
     # 100 papers are cheaper to scan than to search: price scanning up, so that the lists
     # over the HNSW index take the candidate path, as lists over a large corpus do.
     monkeypatch.setattr(ranking, "SCAN_US_PER_PAPER", 1e6)
-    report = run_evaluation(data, ["hybrid"], 0, Settings(data_dir=tmp_path / "var"),
-                            WordEmbedder(), progress=False, index=kind)
+    report = evaluate(Settings(data_dir=tmp_path / "var"), WordEmbedder(), data, ["hybrid"],
+                      index=kind)
     assert report["dataset"]["index"] == kind
     # hnsw: every user's list scored only the candidates its searches found (one search of
     # one interest per user); exact: every paper was scored, nothing searched.
@@ -314,7 +317,7 @@ def test_auto_picks_the_index_kind_the_service_would_by_corpus_size(tmp_path: Pa
     kinds = {}
     for most in (len(data.papers), len(data.papers) - 1):
         settings = Settings(data_dir=tmp_path / "var", exact_index_max=most)
-        report = run_evaluation(data, ["hybrid"], 0, settings, WordEmbedder(), progress=False)
+        report = evaluate(settings, WordEmbedder(), data, ["hybrid"])
         kinds[most] = report["dataset"]["index"]
         assert report["methods"]["hybrid"]["ndcg@20"] == 1.0
     assert kinds == {1_500: "exact", 1_499: "hnsw"}
@@ -359,10 +362,9 @@ def offset_case(tmp_path: Path) -> Dataset:
 def test_only_the_centred_methods_see_past_a_shared_offset(tmp_path: Path) -> None:
     data = offset_case(tmp_path)
     names = ["content", "content-centred", "content-augmented"]
-    report = run_evaluation(data, names, 0, Settings(data_dir=tmp_path / "var"),
-                            OffsetEmbedder(), progress=False)
+    report = evaluate(Settings(data_dir=tmp_path / "var"), OffsetEmbedder(), data, names)
     vectors = paper_vectors(data.papers, OffsetEmbedder(),
-                            Settings(data_dir=tmp_path / "var").embedding_cache_path,
+                            wiring.build(Settings(data_dir=tmp_path / "var")).embedding_cache,
                             progress=False)[0]
     liked = data.train[0]
     firsts = {}
@@ -428,8 +430,7 @@ def new_duplicates_case(tmp_path: Path) -> Dataset:
 def test_the_held_out_new_paper_ranks_first_among_the_new_ones(tmp_path: Path) -> None:
     data = new_duplicates_case(tmp_path)
     names = ["popular", "content", "content-centred", "content-augmented", "hybrid"]
-    report = run_evaluation(data, names, 0, Settings(data_dir=tmp_path / "var"),
-                            WordEmbedder(), progress=False)
+    report = evaluate(Settings(data_dir=tmp_path / "var"), WordEmbedder(), data, names)
     assert set(report) == {"methods", "new_papers", "dataset", "seed"}
     assert report["dataset"]["new_papers"] == 150
     for name in names[1:]:
@@ -444,8 +445,8 @@ def test_hybrid_ranks_only_the_new_papers_when_asked(tmp_path: Path) -> None:
     assert data.new_rows is not None
     settings = Settings(data_dir=tmp_path / "var")
     hybrid = make_method("hybrid", seed=0)
-    hybrid.fit(data, paper_vectors(data.papers, WordEmbedder(), settings.embedding_cache_path,
-                                   progress=False)[0])
+    cache = wiring.build(settings).embedding_cache
+    hybrid.fit(data, paper_vectors(data.papers, WordEmbedder(), cache, progress=False)[0])
     liked = data.train[0]  # liked a0: b0 and c0 are its near duplicates
     everything = hybrid.scores(liked)
     among = hybrid.scores(liked, among=data.new_rows)

@@ -14,16 +14,12 @@ from recommender.core.config import Settings
 
 
 def rebuild_if_changed(settings: Settings, embedder: Any) -> jobs.RebuildSummary:
-    parts = wiring.build(settings, embedder=embedder)
-    return jobs.rebuild_index(parts.corpus, parts.embedder, settings.embedding_cache_path,
-                              parts.index_store, settings.exact_index_max, settings.model,
-                              progress=False, if_changed=True)
+    return wiring.build(settings, embedder=embedder).rebuild_index(if_changed=True,
+                                                                   progress=False)
 
 
 def train_if_changed(settings: Settings) -> jobs.TrainSummary:
-    parts = wiring.build(settings)
-    return jobs.train_collaborative(parts.feedback, parts.models, parts.index, progress=False,
-                                    if_changed=True)
+    return wiring.build(settings).train(if_changed=True, progress=False)
 
 
 def test_a_rebuild_with_nothing_new_publishes_nothing(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Sequence
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -22,16 +23,24 @@ class EmbeddingCache:
     changed text, and vectors of one backend never stand in for another's."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(path, timeout=30, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(
+        self.path = path
+
+    @cached_property
+    def _db(self) -> sqlite3.Connection:
+        """Opened on first use (once a process: the application object holds one cache)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(
             "CREATE TABLE IF NOT EXISTS vectors (model TEXT, content_hash TEXT, vector BLOB,"
             " PRIMARY KEY (model, content_hash))"
         )
+        return db
 
     def close(self) -> None:
-        self._db.close()
+        db = self.__dict__.pop("_db", None)
+        if db is not None:
+            db.close()
 
     def get(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
         found: dict[str, np.ndarray] = {}
@@ -92,7 +101,7 @@ class EmbeddingCache:
 
 def cached_vectors(
     embedder: TextEncoder,
-    cache_path: Path,
+    cache: EmbeddingCache,
     hashes: Sequence[str],
     texts_of: Callable[[set[str]], dict[str, str]],
     progress: bool = True,
@@ -110,18 +119,14 @@ def cached_vectors(
     embedding ends and when the vectors are read.
     """
     clock = clock or PhaseClock()
-    cache = EmbeddingCache(cache_path)
-    try:
-        to_embed = texts_of(cache.missing(embedder.variant, hashes))
-        clock.lap("find uncached")
-        if embed is None:
-            embed_into_cache(embedder, cache, to_embed, progress=progress, processes=processes)
-        elif to_embed:
-            embed(cache, to_embed)
-        clock.lap("embed")
-        vectors = cache.matrix(embedder.variant, hashes)
-    finally:
-        cache.close()
+    to_embed = texts_of(cache.missing(embedder.variant, hashes))
+    clock.lap("find uncached")
+    if embed is None:
+        embed_into_cache(embedder, cache, to_embed, progress=progress, processes=processes)
+    elif to_embed:
+        embed(cache, to_embed)
+    clock.lap("embed")
+    vectors = cache.matrix(embedder.variant, hashes)
     clock.lap("read vectors")
     return vectors, len(to_embed)
 

@@ -13,7 +13,7 @@ import numpy as np
 from recommender.core.errors import InvalidInput
 from recommender.core.papers import Paper, Rejection
 from recommender.corpus.formats import read_papers
-from recommender.embedding.cache import cached_vectors
+from recommender.embedding.cache import EmbeddingCache, cached_vectors
 from recommender.embedding.encoders import TextEncoder
 
 
@@ -165,7 +165,8 @@ def _interactions(
 
 
 def paper_vectors(
-    papers: Sequence[Paper], embedder: TextEncoder, cache_path: Path, progress: bool = True
+    papers: Sequence[Paper], embedder: TextEncoder, cache: EmbeddingCache,
+    progress: bool = True
 ) -> tuple[np.ndarray, int]:
     """Unit-length embeddings of ``Paper.text`` in paper order, and how many were new.
 
@@ -173,7 +174,7 @@ def paper_vectors(
     before is embedded.
     """
     return cached_vectors(
-        embedder, cache_path, [paper.content_hash for paper in papers],
+        embedder, cache, [paper.content_hash for paper in papers],
         lambda missing: {p.content_hash: p.text for p in papers if p.content_hash in missing},
         progress,
     )

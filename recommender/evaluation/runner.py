@@ -13,6 +13,7 @@ from tqdm import tqdm
 
 from recommender.core.config import Settings
 from recommender.core.errors import InvalidInput
+from recommender.embedding.cache import EmbeddingCache
 from recommender.embedding.encoders import TextEncoder
 from recommender.evaluation.dataset import Dataset, paper_vectors, with_new_papers
 from recommender.evaluation.methods import (
@@ -41,7 +42,8 @@ THRESHOLDS = (0.05, 0.1, 0.2, 0.3, 0.5)
 
 def run_evaluation(
     data: Dataset, methods: list[str], seed: int, settings: Settings, embedder: TextEncoder,
-    progress: bool = True, index: str = "auto", new_papers: float | None = None,
+    cache: EmbeddingCache, progress: bool = True, index: str = "auto",
+    new_papers: float | None = None,
 ) -> dict[str, Any]:
     """Evaluate each method on every user with test papers; seconds include fitting.
 
@@ -71,8 +73,7 @@ def run_evaluation(
     vectors = None
     if any(method.needs_vectors for method in built):
         started = time.perf_counter()
-        vectors, embedded = paper_vectors(data.papers, embedder, settings.embedding_cache_path,
-                                          progress)
+        vectors, embedded = paper_vectors(data.papers, embedder, cache, progress)
         summary.update(embedding_model=settings.model, embedding=embedder.variant,
                        newly_embedded=embedded,
                        embedding_seconds=round(time.perf_counter() - started, 3))

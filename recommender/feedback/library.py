@@ -16,13 +16,12 @@ their vectors from the cache) and the next rebuild reuses the vectors.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from recommender.core.matching import words
 from recommender.core.papers import Paper
 from recommender.corpus.library import LibraryEntry, LibraryRejection, ParsedLibrary
 from recommender.corpus.store import CorpusStore
-from recommender.embedding.cache import cached_vectors
+from recommender.embedding.cache import EmbeddingCache, cached_vectors
 from recommender.embedding.encoders import TextEncoder
 from recommender.feedback.store import FeedbackStore
 
@@ -48,8 +47,8 @@ class ImportReport:
 
 
 def import_library(parsed: ParsedLibrary, user_id: str, *, corpus: CorpusStore,
-                   feedback: FeedbackStore, embedder: TextEncoder, embedding_cache: Path,
-                   now: float) -> ImportReport:
+                   feedback: FeedbackStore, embedder: TextEncoder,
+                   embedding_cache: EmbeddingCache, now: float) -> ImportReport:
     report = ImportReport(rejected=[_rejected(r) for r in parsed.rejected])
     likes = {f.paper_id for f in feedback.get(user_id) if f.signal == "like"}
     found: list[tuple[LibraryEntry, str]] = []
@@ -107,7 +106,7 @@ def _stored(corpus: CorpusStore, entry: LibraryEntry) -> str | None:
 
 
 def _embed(corpus: CorpusStore, paper_ids: list[str], embedder: TextEncoder,
-           embedding_cache: Path) -> None:
+           embedding_cache: EmbeddingCache) -> None:
     """Cache the vectors of these papers (embedding only those not cached yet)."""
     papers = corpus.get_many(paper_ids)
     by_hash = {paper.content_hash: paper.text for paper in papers.values()}

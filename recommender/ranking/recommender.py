@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import numpy as np
 
@@ -48,7 +47,7 @@ class ReadingList:
 class Recommender:
     def __init__(self, corpus: CorpusStore, index: LiveIndex,
                  collaborative: LiveVersion[CollaborativeModel], feedback: FeedbackStore,
-                 embedder: TextEncoder, embedding_cache: Path | None = None) -> None:
+                 embedder: TextEncoder, embedding_cache: EmbeddingCache | None = None) -> None:
         self._corpus = corpus
         self._embedding_cache = embedding_cache  # vectors of liked papers not indexed yet
         self._index = index
@@ -197,15 +196,11 @@ class Recommender:
         papers not embedded yet (or not in the corpus) are left out."""
         missing = [f.paper_id for f in signals if f.signal == "like" and not index.has(f.paper_id)]
         dim = index.vectors.shape[1]
-        if not missing or self._embedding_cache is None or not self._embedding_cache.exists():
+        if not missing or self._embedding_cache is None:
             return [], np.zeros((0, dim), np.float32)
         papers = self._corpus.get_many(missing)
-        cache = EmbeddingCache(self._embedding_cache)
-        try:
-            raw = cache.get(str(index.meta.get("embedding", index.model)),
-                            [paper.content_hash for paper in papers.values()])
-        finally:
-            cache.close()
+        raw = self._embedding_cache.get(str(index.meta.get("embedding", index.model)),
+                                        [paper.content_hash for paper in papers.values()])
         found = [(pid, raw[paper.content_hash]) for pid, paper in papers.items()
                  if paper.content_hash in raw and raw[paper.content_hash].shape == (dim,)]
         if not found:

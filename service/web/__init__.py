@@ -16,8 +16,7 @@ from flask import Blueprint, Flask, session
 from flask_wtf.csrf import CSRFProtect
 
 from recommender.core.errors import StoreUnavailable
-from recommender.digest.links import load_secret
-from recommender.wiring import Components
+from recommender.wiring import Paperrec
 
 from ..access import declare_access
 from ..rate_limit import RateLimiter
@@ -33,11 +32,11 @@ from .blueprint import web
 from .sessions import COOKIE, RedisSessionInterface, WebSession
 
 
-def install(app: Flask, parts: Components, exempt: list[Blueprint]) -> CSRFProtect:
+def install(app: Flask, parts: Paperrec, exempt: list[Blueprint]) -> CSRFProtect:
     """Add the web pages to ``app``; ``exempt``: the blueprints CSRF protection leaves alone
     (the JSON API's)."""
     settings = parts.settings
-    secret = load_secret(settings.secret_key, settings.data_dir)
+    secret = parts.secret
     app.secret_key = hmac.new(secret, b"paperrec.web-session", hashlib.sha256).hexdigest()
     secure = settings.public_url.startswith("https://")
     sessions = RedisSessionInterface(parts.redis, parts.keys, secure)

@@ -25,7 +25,7 @@ from flask import Response, current_app, flash, redirect, request, session, url_
 from recommender.core.config import Settings
 from recommender.core.errors import InvalidInput, RateLimited, Unavailable
 from recommender.digest.mailer import Mailer
-from recommender.wiring import Components
+from recommender.wiring import Paperrec
 
 from ..rate_limit import RateLimiter
 from ..state import components
@@ -109,7 +109,7 @@ def _limit(limiter: RateLimiter, identity: str, now: float, where: str) -> None:
                           decision.retry_after)
 
 
-def _development_mail_dir(parts: Components) -> str | None:
+def _development_mail_dir(parts: Paperrec) -> str | None:
     """Where the sign-in email was written, when no mail server is set and the service runs
     on this machine only (a developer's ``make run``); None otherwise."""
     mail_dir = parts.settings.mail_dry_run_dir
