@@ -15,7 +15,8 @@ from recommender.core.config import Settings
 from recommender.core.errors import IndexNotReady, InvalidInput
 from recommender.core.papers import Paper, Rejection
 from recommender.core.phases import PhaseClock
-from recommender.corpus.arxiv import HarvestSummary, harvest, set_for_category
+from recommender.corpus.arxiv import HarvestSummary, harvest
+from recommender.corpus.arxiv_categories import set_for_category
 from recommender.corpus.formats import read_papers
 from recommender.corpus.oai_pmh import OaiPmhClient
 from recommender.corpus.openreview import OpenReviewClient, VenueSummary, check_venue_id

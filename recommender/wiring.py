@@ -2,7 +2,7 @@
 
 ``build(settings)`` returns a ``Paperrec``. It owns every resource (the Redis client, the
 stores, the embedding cache, the live index and model, the embedder, the secret and what is
-signed with it, the harvest clients, the mailer) and offers the batch jobs as methods
+signed with it, the harvest clients) and offers the batch jobs as methods
 (``ingest``, ``fetch_arxiv``, ``fetch_openreview``, ``rebuild_index``, ``train``,
 ``import_library``, ``send_digests``, ``evaluate``), each configured from the settings here.
 The CLI, the service, the tests and the benchmarks go through it; nobody repeats a job's
@@ -15,15 +15,18 @@ process. Redis connects, the index and the model load on first use too.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import redis
 
 from recommender import jobs
 from recommender.core.config import Settings
+from recommender.core.errors import PaperrecError, StoreUnavailable
 from recommender.core.papers import Rejection
 from recommender.corpus.arxiv import HarvestSummary
 from recommender.corpus.library import ParsedLibrary
@@ -55,6 +58,16 @@ from recommender.storage.redis_writes import UserWrites
 from recommender.storage.versions import LiveVersion, VersionedDir
 
 OnRejection = Callable[[Rejection], None]
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    step: str  # fetch arxiv, rebuild-index, train, digest
+    status: Literal["done", "skipped", "failed"]
+    detail: str  # the step's summary, why it was skipped, or what went wrong
+
+    def __str__(self) -> str:
+        return f"{self.step}: {self.status}" + (f" ({self.detail})" if self.detail else "")
 
 
 def build(settings: Settings, *, embedder: TextEncoder | None = None) -> Paperrec:
@@ -173,11 +186,6 @@ class Paperrec:
                          self.links, self.settings.public_url, self.settings.mail_from)
 
     @cached_property
-    def mailer(self) -> Mailer:
-        """SMTP_URL, or .eml files in PAPERREC_MAIL_DRY_RUN_DIR."""
-        return Mailer(self.settings.smtp_url, self.settings.mail_dry_run_dir)
-
-    @cached_property
     def arxiv(self) -> OaiPmhClient:
         s = self.settings
         return OaiPmhClient(s.arxiv_oai_url, s.arxiv_delay_seconds, s.arxiv_retries)
@@ -241,7 +249,7 @@ class Paperrec:
     def send_digests(self, now: float, *, only_user: str | None = None,
                      dry_run: Path | None = None, progress: bool = True) -> DigestSummary:
         """Send every due digest; ``dry_run``: write them as .eml files into that folder."""
-        mailer = Mailer(self.settings.smtp_url, dry_run) if dry_run else self.mailer
+        mailer = Mailer(self.settings.smtp_url, dry_run)  # InvalidInput without SMTP_URL
         try:
             return self.digest.run(mailer, now, only_user=only_user, progress=progress)
         finally:
@@ -254,6 +262,61 @@ class Paperrec:
         return run_evaluation(data, methods, seed, self.settings, self.embedder,
                               self.embedding_cache, progress=progress, index=index,
                               new_papers=new_papers)
+
+    def scheduled_round(self, now: float, on_rejection: OnRejection) -> list[StepOutcome]:
+        """One round of the scheduled jobs (`paperrec jobs`): harvest the arXiv categories
+        of PAPERREC_ARXIV_CATEGORIES (if any), publish an index version if anything is new,
+        retrain if the likes changed, send the digests that are due (if SMTP_URL is set).
+        A failed step is reported and the next ones still run: a failed fetch never stops
+        the digests of what is there."""
+        s = self.settings
+        categories = [c.strip() for c in s.arxiv_categories.split(",") if c.strip()]
+        steps: list[tuple[str, Callable[[], object] | None, str]] = [
+            ("fetch arxiv", (lambda: self.fetch_arxiv(categories, on_rejection, progress=False))
+             if categories else None, "PAPERREC_ARXIV_CATEGORIES is empty"),
+            ("rebuild-index", lambda: self.rebuild_index(if_changed=True, progress=False), ""),
+            ("train", lambda: self.train(if_changed=True, progress=False), ""),
+            ("digest", (lambda: self.send_digests(now, progress=False)) if s.smtp_url else None,
+             "SMTP_URL is empty"),
+        ]
+        outcomes = []
+        for name, step, why_not in steps:
+            if step is None:
+                outcomes.append(StepOutcome(name, "skipped", why_not))
+                continue
+            try:
+                outcomes.append(StepOutcome(name, "done", str(step())))
+            except Exception as exc:  # noqa: BLE001 (reported; the next steps still run)
+                message = exc.message if isinstance(exc, PaperrecError) else repr(exc)
+                outcomes.append(StepOutcome(name, "failed", message))
+        return outcomes
+
+    def stats(self) -> dict[str, Any]:
+        """What the corpus, the index, the collaborative model and Redis hold (`paperrec
+        stats`); ``readers`` is None, and ``redis_error`` says why, when Redis is down."""
+        index_version, model_version = self.index_store.current_version(), self.models.current()
+        index = self.index_store.meta(index_version) if index_version else {}
+        model = (json.loads((self.models.path(model_version) / "meta.json").read_text())
+                 if model_version else {})
+        found: dict[str, Any] = {
+            "corpus": {"papers": self.corpus.count(), "withdrawn": self.corpus.withdrawn_count(),
+                       "harvests": [{"source": source, "set": set_spec, "newest": newest}
+                                    for source, set_spec, newest in self.corpus.harvests()]},
+            "index": {"version": index_version, "papers": index.get("count"),
+                      "kind": index.get("kind"), "embedding": index.get("embedding"),
+                      "created_at": index.get("created_at")},
+            "collaborative": {"version": model_version, "users": model.get("n_users"),
+                              "papers": model.get("n_items")},
+            "readers": None, "redis_error": None,
+        }
+        try:
+            counts = self.feedback.signal_counts()
+            found["readers"] = {"readers": counts["readers"], "likes": counts["likes"],
+                                "dislikes": counts["dislikes"],
+                                "subscribers": sum(1 for _ in self.subscriptions.subscribers())}
+        except StoreUnavailable as exc:
+            found["redis_error"] = exc.message
+        return found
 
     def migrate_redis(self) -> LayoutMigration:
         """Move an older paperrec's Redis keys into today's layout."""

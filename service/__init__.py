@@ -1,5 +1,3 @@
-"""The Flask service. ``create_app(settings)`` builds it; nothing is built at import time."""
+"""The Flask service (``service.app.create_app``), its pages and the `paperrec` command.
 
-from .app import create_app
-
-__all__ = ["create_app"]
+Nothing is imported here: `paperrec --help` must not pay for Flask and the engine."""

@@ -62,7 +62,7 @@ from recommender import jobs, wiring
 from recommender.core.config import Settings
 from recommender.corpus.store import CorpusStore
 from recommender.embedding.encoders import Embedder, TextEncoder
-from service import create_app
+from service.app import create_app
 from tests.servers import free_port
 from tests.web_steps import sign_in
 

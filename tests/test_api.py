@@ -11,7 +11,7 @@ from flask.testing import FlaskClient
 from recommender import wiring
 from recommender.core.config import Settings
 from recommender.embedding.encoders import TextEncoder
-from service import create_app
+from service.app import create_app
 
 Like = Callable[..., None]
 PapersAbout = Callable[[Settings, str], list[str]]

@@ -17,7 +17,7 @@ from recommender.core.config import Settings
 from recommender.core.errors import PaperrecError
 from recommender.digest import job as digest
 from recommender.digest.job import DigestSummary
-from service import create_app
+from service.app import create_app
 from tests.servers import Inbox, free_port
 
 NOW = 1_796_000_000.0  # 2026-11-29, a Sunday

@@ -42,7 +42,7 @@ from recommender.embedding.cache import EmbeddingCache
 from recommender.storage.embedded_redis import socket_path
 from recommender.storage.redis_keys import BUCKETS, RedisKeys, bucket_of
 from recommender.storage.versions import VersionedDir
-from service import create_app
+from service.app import create_app
 from tests.servers import alive, free_port
 
 PAPERREC = [sys.executable, "-m", "service.cli"]

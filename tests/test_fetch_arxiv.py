@@ -13,7 +13,8 @@ import pytest
 from recommender import jobs
 from recommender.core.config import Settings
 from recommender.core.errors import InvalidInput
-from recommender.corpus.arxiv import HarvestSummary, paper_from_oai, set_for_category
+from recommender.corpus.arxiv import HarvestSummary, paper_from_oai
+from recommender.corpus.arxiv_categories import set_for_category
 from recommender.corpus.oai_pmh import HarvestFailed, OaiPmhClient, parse_page
 from recommender.corpus.store import CorpusStore, HarvestPosition, UpsertCounts
 from recommender.embedding.encoders import TextEncoder

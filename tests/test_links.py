@@ -23,7 +23,7 @@ from recommender.core.config import Settings
 from recommender.core.errors import ExpiredLink, InvalidLink
 from recommender.core.papers import Paper
 from recommender.digest.links import LinkClaim, LinkSigner, load_secret
-from service import create_app
+from service.app import create_app
 
 
 def _secret(data_dir: str) -> bytes:

@@ -16,18 +16,13 @@ from recommender.core.config import Settings
 from recommender.core.errors import InvalidInput
 from recommender.embedding.encoders import check_backend
 from service.auth import ApiKeys
-from service.cli import DEFAULT_PORT, main
+from service.cli import main
+from service.cli.parser import DEFAULT_PORT
 from service.rate_limit import Limit
 from tests.conftest import free_port
-from tests.test_deployment import README, code_spans, section, table
 
 PAPERREC = Path(sys.executable).with_name("paperrec")
 VARIABLES = {name: Settings.variable(name) for name in Settings.model_fields}
-# README rows that are not settings of the library, with their defaults.
-NOT_SETTINGS = {
-    "PORT": str(DEFAULT_PORT),  # read by `paperrec serve` and `make run`
-    "PAPERREC_TEST_REDIS_URL": "redis://127.0.0.1:6379/0",  # tests/conftest.py
-}
 SHORT_KEY = "k" * 14
 GOOD_KEY = "k" * 16
 
@@ -62,7 +57,7 @@ def test_every_setting_is_read_from_its_variable(environment: pytest.MonkeyPatch
         "PAPERREC_EMBED_CLUSTER": "tcp://scheduler:8786", "PAPERREC_EMBED_CLUSTER_TIMEOUT": "3",
         "PAPERREC_EMBED_SHARD_SIZE": "100", "PAPERREC_SERVED_HISTORY_MAX": "50",
         "PAPERREC_REDIS_WAIT_REPLICAS": "2", "PAPERREC_REDIS_WAIT_MS": "250",
-        "PAPERREC_EMBED_PROCESSES": "3",
+        "PAPERREC_EMBED_PROCESSES": "3", "PAPERREC_JOBS_INTERVAL_SECONDS": "60",
     }
     assert set(given) == set(VARIABLES.values())
     for variable, value in given.items():
@@ -81,7 +76,7 @@ def test_every_setting_is_read_from_its_variable(environment: pytest.MonkeyPatch
         embed_cluster="tcp://scheduler:8786",
         embed_cluster_timeout=3, embed_shard_size=100, served_history_max=50,
         redis_wait_replicas=2, redis_wait_ms=250,
-        embed_processes=3)
+        embed_processes=3, jobs_interval_seconds=60)
     assert settings.public_url == "https://papers.example.org"  # no trailing /
     assert settings.corpus_path == tmp_path / "corpus.sqlite"
 
@@ -270,12 +265,10 @@ def test_every_command_stops_on_a_bad_setting_with_one_line(
     assert out == "" and list(tmp_path.iterdir()) == []
 
 
-def test_help_lists_every_variable_with_its_meaning_and_default(
+def test_paperrec_settings_lists_every_variable_with_its_meaning_and_default(
     capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with pytest.raises(SystemExit) as exit_:
-        main(["--help"])
-    assert exit_.value.code == 0
+    assert main(["settings"]) == 0
     text = " ".join(capsys.readouterr().out.partition("environment")[2].split())
     for name, field in Settings.model_fields.items():
         assert VARIABLES[name] in text
@@ -286,40 +279,3 @@ def test_help_lists_every_variable_with_its_meaning_and_default(
             assert f"{meaning} (default: {shown})" in text
     assert f"PORT port of paperrec serve when --port is not given (default: {DEFAULT_PORT})" \
         in text
-
-
-# --- the README ---------------------------------------------------------------------------------
-
-def test_the_readme_table_describes_every_setting_with_its_default() -> None:
-    """Each declared variable has a row of README "Configuration"; a default given there (the
-    first code span of the cell) is the declared one once read as the setting reads it; an
-    empty declared default is written in words (*(empty)*, *(random, ...)*)."""
-    rows = table(section(README, "## Configuration"), "variable")
-    documented = {code_spans(row[0])[0]: row[1] for row in rows}
-    assert len(documented) == len(rows), "a variable with two rows"
-    missing = set(VARIABLES.values()) - set(documented)
-    assert not missing, f"README Configuration lacks {sorted(missing)}"
-    unknown = set(documented) - set(VARIABLES.values()) - set(NOT_SETTINGS)
-    assert not unknown, f"README Configuration describes {sorted(unknown)}, which nothing reads"
-    for name, field in Settings.model_fields.items():
-        cell = documented[VARIABLES[name]]
-        if field.default == "":
-            assert cell.startswith("*("), f"{VARIABLES[name]}: default is empty, README {cell!r}"
-            continue
-        said = code_spans(cell)[0] if cell.startswith("`") else None
-        assert said is not None, f"{VARIABLES[name]}: README gives no default ({cell!r})"
-        assert Settings.check(name, said) == field.default, (
-            f"{VARIABLES[name]}: declared default {field.default!r}, README {said!r}")
-    for variable, default in NOT_SETTINGS.items():
-        assert code_spans(documented[variable])[0] == default, variable
-
-
-def test_the_readme_example_of_a_bad_setting_is_what_paperrec_prints(tmp_path: Path) -> None:
-    block = section(README, "## Configuration").split("```\n")[1]
-    command, printed = block.splitlines()[:2]
-    assignment, program, subcommand = command.removeprefix("$ ").split()
-    variable, _, value = assignment.partition("=")
-    env = {**os.environ, "PAPERREC_DATA_DIR": str(tmp_path / "var"), variable: value}
-    done = subprocess.run([str(PAPERREC.with_name(program)), subcommand], env=env, cwd=tmp_path,
-                          capture_output=True, text=True, timeout=30)
-    assert (done.returncode, done.stderr) == (2, printed + "\n")

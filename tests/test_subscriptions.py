@@ -11,7 +11,7 @@ from flask.testing import FlaskClient
 
 from recommender.core.config import Settings
 from recommender.digest.subscriptions import DEFAULT_MIN_PROBABILITY
-from service import create_app
+from service.app import create_app
 from service.state import components
 
 

@@ -238,10 +238,14 @@ class Settings(BaseSettings):
         "6000/minute", validation_alias="PAPERREC_RATE_LIMIT",
         description="requests per API key: N/second, N/minute or N/hour, or off")
 
+    jobs_interval_seconds: float = Field(
+        3600, gt=0, allow_inf_nan=False, validation_alias="PAPERREC_JOBS_INTERVAL_SECONDS",
+        description="pause between two rounds of paperrec jobs (fetch, rebuild, train, "
+                    "digests)")
     arxiv_categories: str = Field(
         "", validation_alias="PAPERREC_ARXIV_CATEGORIES",
         description="comma-separated arXiv categories paperrec fetch arxiv harvests when no "
-                    "--category is named (the compose jobs fetch only when it is set)")
+                    "--category is named (paperrec jobs fetches only when it is set)")
     arxiv_oai_url: Annotated[str, AfterValidator(check_public_url)] = Field(
         ARXIV_OAI_URL, validation_alias="PAPERREC_ARXIV_OAI_URL",
         description="arXiv's OAI-PMH endpoint, harvested by paperrec fetch arxiv")

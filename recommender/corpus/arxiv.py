@@ -3,8 +3,8 @@
 arXiv (https://info.arxiv.org/help/oa/index.html) serves metadata format ``arXiv`` (authors as
 keyname and forenames, ``created`` the first version's date) and sets that are a group
 (``cs``, ``math``, ``physics``, ``stat``, ...), an archive in it (``physics:hep-th``) or a
-category (``cs:cs:LG``, ``stat:stat:ML``, ``physics:astro-ph:CO``). ``set_for_category``
-turns the category names people write (``cs.LG``) into those.
+category (``cs:cs:LG``, ``stat:stat:ML``, ``physics:astro-ph:CO``);
+``arxiv_categories.set_for_category`` turns the names people write (``cs.LG``) into those.
 
 ``harvest`` harvests one set: from where the last harvest of that set ended (the newest
 datestamp it stored, asked again as ``from``: records of that day come back unchanged), or
@@ -33,29 +33,10 @@ from recommender.corpus.store import CorpusStore, HarvestPosition, UpsertCounts
 SOURCE = "arxiv"
 METADATA_PREFIX = "arXiv"
 ARXIV = "{http://arxiv.org/OAI/arXiv/}"
-GROUPS = ("cs", "econ", "eess", "math", "physics", "q-bio", "q-fin", "stat")
-PHYSICS_ARCHIVES = ("astro-ph", "cond-mat", "gr-qc", "hep-ex", "hep-lat", "hep-ph", "hep-th",
-                    "math-ph", "nlin", "nucl-ex", "nucl-th", "physics", "quant-ph")
-_CATEGORY = re.compile(r"([a-z][a-z-]*)(?:\.([A-Za-z][A-Za-z-]*))?")
 _IDENTIFIER = re.compile(r"oai:arXiv\.org:(.+)")
 _VERSION = re.compile(r"v\d+$")
 _WITHDRAWN = re.compile(r"\b(?:has been|is|was|been)\s+withdrawn\b|\bwithdrawn by\b|^withdrawn\b",
                         re.IGNORECASE)
-
-
-def set_for_category(category: str) -> str:
-    """The OAI set of an arXiv category, archive or group; InvalidInput if it is none."""
-    found = _CATEGORY.fullmatch(category.strip())
-    archive, subject = (found[1], found[2]) if found else ("", None)
-    if archive in PHYSICS_ARCHIVES and archive != "physics":
-        return f"physics:{archive}" + (f":{subject}" if subject else "")
-    if archive == "physics":
-        return f"physics:physics:{subject}" if subject else "physics"
-    if archive in GROUPS:
-        return f"{archive}:{archive}:{subject}" if subject else archive
-    raise InvalidInput(
-        f"unknown arXiv category {category!r}: write a category such as cs.LG, stat.ML, "
-        f"hep-th or astro-ph.CO, or a group ({', '.join(GROUPS)})")
 
 
 @dataclass

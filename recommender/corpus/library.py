@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -159,6 +160,9 @@ def _add(parsed: ParsedLibrary, result: LibraryEntry | LibraryRejection) -> None
 
 # --- BibTeX -----------------------------------------------------------------------------
 def _bibtex(text: str) -> ParsedLibrary:
+    # Every block bibtexparser gives up on comes back as a rejection in our words, with its
+    # line; its own warning (other line numbers) would only repeat it.
+    logging.getLogger("bibtexparser").setLevel(logging.ERROR)
     library = bibtexparser.parse_string(text, append_middleware=[middlewares.SeparateCoAuthors()])
     blocks: list[tuple[int, Entry | None, str, str]] = []  # line, entry, key, problem
     for found in library.entries:

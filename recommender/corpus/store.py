@@ -326,6 +326,16 @@ class CorpusStore:
     def count(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM papers").fetchone()[0])
 
+    def withdrawn_count(self) -> int:
+        return int(self._db.execute(
+            "SELECT COUNT(*) FROM papers WHERE withdrawn = 1").fetchone()[0])
+
+    def harvests(self) -> list[tuple[str, str, str | None]]:
+        """(source, set, newest datestamp stored) of every harvest that has run."""
+        return [(source, set_spec, newest or datestamp) for source, set_spec, datestamp, newest
+                in self._db.execute("SELECT source, set_spec, datestamp, newest FROM "
+                                    "harvest_positions ORDER BY source, set_spec")]
+
 
 def _day(paper: Paper) -> float | None:
     day = paper.day

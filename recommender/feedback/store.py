@@ -12,6 +12,7 @@ grows with use (benchmarks/README.md, "Redis memory per user").
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal, cast
@@ -201,6 +202,15 @@ class FeedbackStore:
         with redis_errors():
             for bucket in range(BUCKETS):
                 yield from self._redis.sscan_iter(self._keys.users(bucket), count=1000)
+
+    def signal_counts(self) -> Counter[str]:
+        """How many readers there are, and their likes and dislikes in all (reads every
+        reader's feedback: for `paperrec stats`, not for a request)."""
+        counts: Counter[str] = Counter()
+        for user in self.users():
+            counts["readers"] += 1
+            counts.update(f"{f.signal}s" for f in self.get(user))
+        return counts
 
     def served_with_times(self, user_id: str) -> list[tuple[str, float]]:
         with redis_errors():

@@ -1,0 +1,348 @@
+"""Every `paperrec` command and its arguments. Imports nothing heavy: `--help` answers at once.
+
+Each command sets ``run="module:function"``, a function of this package that takes the parsed
+arguments and the settings and returns the exit status. An argument's check that needs the
+library (a method name, an arXiv category) imports it when that argument is parsed, not
+before. A mistaken argument exits with status 2 and says why (argparse's convention).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+from .texts import EVALUATE_HELP, FETCH_ARXIV_HELP, FETCH_OPENREVIEW_HELP
+
+BAD_ARGUMENTS = 2  # exit status of a mistaken argument or setting, as argparse's usage errors
+DEFAULT_PORT = 8000
+LIBRARY_FORMATS = ("bibtex", "ris", "csl-json", "ids")
+Commands = argparse._SubParsersAction
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="paperrec", description="Personalized research-paper recommendations.",
+        epilog="Settings come from environment variables: `paperrec settings` lists each with "
+        "its meaning and default. `paperrec COMMAND --help` tells more of a command.")
+    parser.add_argument("--version", action=_Version, help="print paperrec's version and exit")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_setup(sub)
+    _add_corpus(sub)
+    _add_jobs(sub)
+    _add_readers(sub)
+    _add_evaluate(sub)
+    _add_operations(sub)
+    return parser
+
+
+class _Version(argparse.Action):
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from importlib.metadata import version
+
+        print(f"paperrec {version('paperrec')}")
+        parser.exit()
+
+
+def _add_setup(sub: Commands) -> None:
+    init = sub.add_parser(
+        "init", help="prepare a data directory: keys, secret, sample corpus, first index",
+        description="Make what a new deployment needs, and nothing that is there already "
+        "(safe to run at every start): the API keys file PAPERREC_API_KEYS_FILE names, with "
+        "an admin and a client key, when it is missing; the secret that signs email links "
+        "(unless PAPERREC_SECRET_KEY is set); with --sample, the bundled sample corpus when "
+        "the corpus is empty; and a first index when there is none.")
+    init.add_argument("--sample", action="store_true",
+                      help="ingest the bundled sample corpus (38 ICML 2026 abstracts) into an "
+                      "empty corpus")
+    init.add_argument("--quiet", action="store_true", help="no progress bar")
+    init.set_defaults(run="operations:init")
+
+    settings = sub.add_parser(
+        "settings", help="list every setting with its meaning and default",
+        description="Every environment variable paperrec reads, its meaning and default "
+        "(unset or empty: the default). --env-file writes them as an env file that docker "
+        "compose reads (each line commented out: uncomment to change).")
+    settings.add_argument("--env-file", action="store_true",
+                          help="as an env file (paperrec.env beside docker-compose.yml)")
+    settings.set_defaults(run="operations:show_settings")
+
+
+def _add_corpus(sub: Commands) -> None:
+    ingest = sub.add_parser(
+        "ingest", help="add or update papers from files",
+        description="Read papers into the corpus. Formats: the paper-list text format (a header "
+        "line, then one abstract per paragraph), JSONL and CSV (fields id, title, abstract, "
+        "authors, year, url; arXiv snapshot fields too). Bad records are reported as "
+        "file:line: reason and skipped.")
+    ingest.add_argument("files", nargs="*", type=Path, metavar="FILE")
+    ingest.add_argument("--sample", action="store_true",
+                        help="ingest the bundled sample corpus (ICML 2026 abstracts)")
+    ingest.set_defaults(run="corpus:ingest")
+
+    fetch = sub.add_parser("fetch", help="harvest new papers from a source (arXiv, OpenReview)",
+                           description="Harvest new and updated papers into the corpus.")
+    sources = fetch.add_subparsers(dest="source", required=True, metavar="SOURCE")
+    arxiv = sources.add_parser("arxiv", help="arXiv, through its OAI-PMH interface",
+                               description=FETCH_ARXIV_HELP,
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
+    arxiv.add_argument("--category", type=_arxiv_category, action="append",
+                       metavar="CATEGORY", help="an arXiv category (cs.LG, stat.ML, hep-th, "
+                       "astro-ph.CO) or group (cs, math, physics, ...); repeat for several "
+                       "(default: PAPERREC_ARXIV_CATEGORIES)")
+    arxiv.add_argument("--from", dest="from_date", type=_day, metavar="YYYY-MM-DD",
+                       help="start a new harvest from this day (records created or updated on "
+                       "or after it) instead of where the last one ended")
+    arxiv.add_argument("--quiet", action="store_true", help="no progress bar")
+    arxiv.set_defaults(run="corpus:fetch_arxiv")
+    openreview = sources.add_parser("openreview", help="a conference's accepted papers, "
+                                    "from OpenReview's API", description=FETCH_OPENREVIEW_HELP,
+                                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    openreview.add_argument("--venue", type=_venue, action="append", required=True,
+                            metavar="VENUE_ID", help="an OpenReview venue id, e.g. "
+                            "ICML.cc/2026/Conference; repeat for several")
+    openreview.add_argument("--quiet", action="store_true", help="no progress bar")
+    openreview.set_defaults(run="corpus:fetch_openreview")
+
+    stats = sub.add_parser(
+        "stats", help="what is in the corpus, the index and Redis",
+        description="Papers (by source), the served index version and its model, the "
+        "collaborative model, readers, likes and dislikes, digest subscribers.")
+    stats.add_argument("--json", action="store_true", help="as JSON")
+    stats.set_defaults(run="corpus:stats")
+
+    search = sub.add_parser("search", help="search the papers from the terminal",
+                            description="The papers closest in meaning to QUERY, as the "
+                            "service's search answers (over the current index).")
+    search.add_argument("query", metavar="QUERY", help="words, e.g. 'federated learning'")
+    search.add_argument("-k", type=_count, default=10, help="how many papers (10)")
+    search.set_defaults(run="corpus:search")
+
+
+def _add_jobs(sub: Commands) -> None:
+    rebuild = sub.add_parser(
+        "rebuild-index", help="embed new papers and publish a new index version",
+        description="Embed papers that are new or changed since the last build (cached by "
+        "content hash), build a FAISS index over all papers and publish it atomically. A "
+        "running service switches to it within seconds. When only papers were added (at most "
+        "10% since the last full build, same model), the previous version is extended "
+        "instead of rebuilt: the neighbour graph is updated around the new papers only. The "
+        "summary says which kind ran and why.")
+    rebuild.add_argument("--quiet", action="store_true", help="no progress bar")
+    rebuild.add_argument("--if-changed", action="store_true",
+                         help="publish nothing when the current index already holds every "
+                         "paper as it is (for schedules)")
+    rebuild.add_argument("--full", action="store_true",
+                         help="rebuild everything from scratch (recomputes the corpus mean)")
+    rebuild.add_argument("--cluster", metavar="ADDRESS", type=_cluster_address, default="",
+                         help="embed on this Dask scheduler (tcp://host:8786), shard by shard; "
+                         "overrides PAPERREC_EMBED_CLUSTER")
+    rebuild.set_defaults(run="jobs:rebuild_index")
+
+    train = sub.add_parser(
+        "train", help="fit collaborative filtering on the likes in Redis and publish it",
+        description="Fit an implicit ALS model on every user's likes and publish it atomically "
+        "beside the index. A running service picks it up within seconds; likes given after "
+        "training count at once (users are folded in at request time).")
+    train.add_argument("--quiet", action="store_true", help="no progress bar")
+    train.add_argument("--if-changed", action="store_true",
+                       help="publish nothing when the current model was trained on the same "
+                       "likes and index, or when there are no likes yet (for schedules)")
+    train.set_defaults(run="jobs:train")
+
+    digest = sub.add_parser(
+        "digest", help="email each due subscriber their reading list",
+        description="Find every subscriber who is due (daily or weekly, one digest per period), "
+        "build their reading list with the service's engine (only papers never sent to them "
+        "before) and send it through SMTP_URL. Safe to run again after a crash, and from cron.")
+    digest.add_argument("--dry-run", type=Path, metavar="DIR",
+                        help="write .eml files into DIR; send and record nothing")
+    digest.add_argument("--user", metavar="USER_ID", help="only this subscriber")
+    digest.add_argument("--now", type=_iso_time, metavar="ISO-TIME",
+                        help="pretend it is this time (UTC unless an offset is given)")
+    digest.add_argument("--quiet", action="store_true", help="no progress bar")
+    digest.set_defaults(run="jobs:digest")
+
+    schedule = sub.add_parser(
+        "jobs", help="run the scheduled jobs: fetch, rebuild, train, digests, again and again",
+        description="Every PAPERREC_JOBS_INTERVAL_SECONDS: harvest arXiv (the categories in "
+        "PAPERREC_ARXIV_CATEGORIES, if any), embed what is new and publish an index version, "
+        "retrain collaborative filtering, mail the digests that are due. A step with nothing "
+        "new publishes nothing; a failed step is logged and the next ones still run; it is "
+        "tried again next round. One `paperrec jobs` runs at a time on a data directory (a "
+        "second one waits for the first's lock). Stops cleanly on SIGTERM or Ctrl-C.")
+    schedule.add_argument("--once", action="store_true",
+                          help="run one round and exit (for cron); exit status 1 if a step "
+                          "failed")
+    schedule.set_defaults(run="jobs:schedule")
+
+
+def _add_readers(sub: Commands) -> None:
+    reading = sub.add_parser("list", help="a reader's reading list, in the terminal",
+                             description="USER's reading list as the service ranks it now, "
+                             "with the reason for each paper. Records nothing as served.")
+    reading.add_argument("user", metavar="USER", help="the user id")
+    reading.add_argument("-k", type=_count, default=10, help="how many papers (10)")
+    reading.set_defaults(run="readers:reading_list")
+
+    importer = sub.add_parser(
+        "import-library", help="like the papers of a reference manager's export",
+        description="Import a BibTeX, RIS or CSL-JSON file (Zotero, Mendeley, ...) or a list "
+        "of arXiv ids and DOIs (one a line) as a user's likes, as POST "
+        "/v1/users/ID/library does: papers in the corpus are liked, the others added and "
+        "liked (embedded now with the configured model, so the next reading list counts "
+        "them), unreadable entries reported. The format from the extension (.bib, .ris, "
+        ".json, .txt) unless --format says.")
+    importer.add_argument("file", type=Path, metavar="FILE")
+    importer.add_argument("--user", required=True, help="the user id")
+    importer.add_argument("--format", choices=LIBRARY_FORMATS, help="the file's format")
+    importer.set_defaults(run="readers:import_library")
+
+    exporter = sub.add_parser(
+        "export-library", help="write a user's liked papers as BibTeX, RIS or CSL-JSON",
+        description="The user's liked papers as a file a reference manager imports, as GET "
+        "/v1/users/ID/library gives it; to stdout unless -o names a file.")
+    exporter.add_argument("--user", required=True, help="the user id")
+    exporter.add_argument("--format", choices=LIBRARY_FORMATS[:3], default="bibtex",
+                          help="bibtex (default), ris or csl-json")
+    exporter.add_argument("-o", "--output", type=Path, metavar="FILE", help="write it here")
+    exporter.set_defaults(run="readers:export_library")
+
+
+def _add_evaluate(sub: Commands) -> None:
+    evaluate = sub.add_parser(
+        "evaluate", help="measure recommendation methods on held-out likes",
+        description=EVALUATE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    evaluate.add_argument("--papers", type=Path, required=True, metavar="PAPERS",
+                          help="papers as JSONL or CSV (id, title, abstract)")
+    evaluate.add_argument("--train", type=Path, required=True, metavar="TRAIN.tsv",
+                          help="training likes, user<TAB>paper per line")
+    evaluate.add_argument("--test", type=Path, required=True, metavar="TEST.tsv",
+                          help="held-out likes, user<TAB>paper per line")
+    evaluate.add_argument("--methods", type=_method_list, required=True, metavar="LIST",
+                          help="comma-separated method names (listed above)")
+    evaluate.add_argument("--json", type=Path, required=True, metavar="OUT.json",
+                          help="where to write the results (replaced atomically)")
+    evaluate.add_argument("--seed", type=int, default=0, help="seed for every method (0)")
+    evaluate.add_argument("--index", type=_index_kind, default="auto",
+                          metavar="{auto,exact,hnsw}",
+                          help="the index hybrid ranks through: auto (by corpus size, as the "
+                          "service), exact or hnsw (default: auto)")
+    evaluate.add_argument("--new-papers", type=_fraction, default=None, metavar="FRACTION",
+                          help="make this fraction of the papers new (no training likes) and "
+                          "also rank the new papers among themselves (see above)")
+    evaluate.add_argument("--quiet", action="store_true", help="no progress bars")
+    evaluate.set_defaults(run="evaluate:evaluate")
+
+
+def _add_operations(sub: Commands) -> None:
+    migrate = sub.add_parser(
+        "migrate-redis", help="move Redis keys of an older paperrec into today's layout",
+        description="Rename every per-user key of the namespace into its bucket (the layout "
+        "that one server, Sentinel and Redis Cluster share), move the user and subscriber "
+        "sets into their buckets and rebuild the like counts. Safe to run again; quick once "
+        "done. `paperrec serve` runs it before it starts. Stop any older paperrec first.")
+    migrate.set_defaults(run="operations:migrate_redis")
+
+    serve = sub.add_parser("serve", help="run the REST service and the pages (gunicorn)",
+                           description="Serve the REST API and the web pages with gunicorn.")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
+    serve.add_argument("--port", type=int, default=None,
+                       help=f"port (default: $PORT or {DEFAULT_PORT})")
+    serve.add_argument("--workers", type=_count, default=1, help="worker processes (1)")
+    serve.add_argument("--threads", type=_count, default=8, help="threads per worker (8)")
+    serve.set_defaults(run="operations:serve")
+
+
+# --- argument checks: ArgumentTypeError becomes argparse's usage error (exit status 2) ---------
+
+def _arxiv_category(text: str) -> str:
+    from recommender.core.errors import InvalidInput
+    from recommender.corpus.arxiv_categories import set_for_category
+
+    try:
+        set_for_category(text)
+    except InvalidInput as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+    return text.strip()
+
+
+def _venue(text: str) -> str:
+    from recommender.core.errors import InvalidInput
+    from recommender.corpus.openreview import check_venue_id
+
+    try:
+        return check_venue_id(text)
+    except InvalidInput as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+
+
+def _cluster_address(value: str) -> str:
+    from recommender.core.config import Settings
+    from recommender.core.errors import InvalidInput
+
+    try:
+        return str(Settings.check("embed_cluster", value))
+    except InvalidInput as exc:
+        raise argparse.ArgumentTypeError(exc.message.split(": ", 1)[-1]) from None
+
+
+def _method_list(text: str) -> list[str]:
+    from recommender.evaluation.methods import METHOD_NAMES
+
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in METHOD_NAMES]
+    if unknown or not names:
+        problem = f"unknown method {unknown[0]!r}" if unknown else "no method named"
+        raise argparse.ArgumentTypeError(f"{problem}; choose from {','.join(METHOD_NAMES)}")
+    return list(dict.fromkeys(names))
+
+
+def _index_kind(text: str) -> str:
+    from recommender.evaluation.methods import INDEX_KINDS
+
+    if text not in INDEX_KINDS:
+        raise argparse.ArgumentTypeError(f"{text!r} is no index kind; choose from "
+                                         f"{', '.join(INDEX_KINDS)}")
+    return text
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < 1:  # NaN fails too
+        raise argparse.ArgumentTypeError(
+            f"expected a fraction between 0 and 1 (exclusive), such as 0.2; got {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of 1 or more; got {text!r}")
+    return int(text)
+
+
+def _day(text: str) -> str:
+    try:
+        if len(text) == 10:
+            return dt.date.fromisoformat(text).isoformat()
+    except ValueError:
+        pass
+    raise argparse.ArgumentTypeError(f"not a date written YYYY-MM-DD: {text!r}")
+
+
+def _iso_time(value: str) -> float:
+    try:
+        moment = dt.datetime.fromisoformat(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not an ISO time like 2026-11-30T07:00: {value!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    return moment.timestamp()
