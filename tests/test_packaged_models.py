@@ -72,6 +72,7 @@ def test_parts_joined_in_the_wrong_order_are_refused(tmp_path: Path) -> None:
     assert list(out.iterdir()) == []  # the joined archive is removed
 
 
+@pytest.mark.extras  # the first four parts are installed: the fifth is the one missing
 def test_a_missing_part_package_names_the_extra_to_install(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -93,6 +94,7 @@ def test_auto_runs_each_model_on_the_backend_measured_best_for_it(tmp_path: Path
 
 
 @pytest.mark.model
+@pytest.mark.extras
 def test_all_mpnet_base_v2_is_unpacked_once_and_embeds_as_sentence_transformers_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

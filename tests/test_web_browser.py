@@ -40,9 +40,9 @@ from service.web.sessions import COOKIE, session_hash
 from tests.servers import Inbox, free_port
 
 CHROMIUM = Path("/usr/bin/chromium")
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.system, pytest.mark.skipif(
     not CHROMIUM.exists() and not os.environ.get("CI"),
-    reason="Debian's chromium is missing at /usr/bin/chromium (.ci/run sees to it)")
+    reason="Debian's chromium is missing at /usr/bin/chromium (.ci/run sees to it)")]
 LINK = re.compile(r"https?://\S+/sign-in/link/\S+")
 PAGES = ["/list", "/papers/{paper}", "/search?q=federated+learning", "/library", "/digest",
          "/data"]
