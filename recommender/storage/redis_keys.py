@@ -112,9 +112,10 @@ class RedisKeys:
         the SHA-256 of the session id in the cookie, never by the id itself."""
         return f"{self.namespace}:web-session:{session_hash}"
 
-    def sign_in_used(self, token_hash: str) -> str:
-        """String with expiry: a sign-in link that was used (single use), by its SHA-256."""
-        return f"{self.namespace}:sign-in-used:{token_hash}"
+    def sign_in_used(self, nonce_hash: str) -> str:
+        """String with expiry: a sign-in link that was used (single use), by the SHA-256 of
+        its nonce."""
+        return f"{self.namespace}:sign-in-used:{nonce_hash}"
 
     def user_keys(self, user_id: str) -> list[str]:
         """Every key that holds data about one user (for export and erasure)."""

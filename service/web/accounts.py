@@ -7,8 +7,11 @@ is computed, never stored, so it is the same on every server and for the API: th
 ``ada@example.org`` signed in on the web is the API's user ``ada@example.org``.
 
 A sign-in link holds a signed token (itsdangerous ``URLSafeTimedSerializer`` keyed from the
-deployment's secret, its own salt) naming the address; it is good for 15 minutes and once:
-using it marks it used in Redis until it would have expired anyway.
+deployment's secret, its own salt) naming the address and a random nonce; it is good for 15
+minutes and once: using it marks its nonce used in Redis (atomically, SET NX) until the link
+would have expired anyway. The nonce, not the token's text, is what is marked: the decoder
+accepts other encodings of the same signature (padding, spare low bits), and each of those
+would otherwise be a fresh text that signs in again.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from ..rate_limit import Limit, RateLimiter
 from .sessions import RedisSessionInterface
 
 LINK_SECONDS = 15 * 60
+NONCE_BYTES = 16
 SALT = "paperrec.sign-in"
 MAX_EMAIL_LENGTH = 254
 
@@ -57,6 +61,7 @@ def user_id_for(email: str) -> str:
 class SignIn:
     email: str
     user_id: str
+    nonce: str  # what makes the link single-use
 
 
 class SignInLinks:
@@ -70,7 +75,7 @@ class SignInLinks:
     def sign(self, email: str) -> str:
         """A token for signing in as ``email`` (a nonce makes each one different)."""
         return self._serializer.dumps({"e": normalise_email(email),
-                                       "n": secrets.token_urlsafe(8)})
+                                       "n": secrets.token_urlsafe(NONCE_BYTES)})
 
     def check(self, token: str) -> SignIn:
         """Who the token signs in, without using it up (the page with the button)."""
@@ -83,29 +88,27 @@ class SignInLinks:
             raise InvalidLink("this sign-in link is not valid: it was altered or not made by "
                               "this service. Ask for a new one.") from None
         email = data.get("e") if isinstance(data, dict) else None
-        if not isinstance(email, str):
+        nonce = data.get("n") if isinstance(data, dict) else None
+        if not isinstance(email, str) or not isinstance(nonce, str) or not nonce:
             raise InvalidLink("this sign-in link is not complete: ask for a new one")
-        if self._used(token):
-            raise ExpiredLink("this sign-in link was already used: ask for a new one")
-        return SignIn(email, user_id_for(email))
+        found = SignIn(email, user_id_for(email), nonce)
+        with redis_errors():
+            if self._redis.exists(self._used_key(found)):
+                raise ExpiredLink("this sign-in link was already used: ask for a new one")
+        return found
 
     def use(self, token: str) -> SignIn:
-        """Check the token and mark it used; a second use raises ExpiredLink."""
+        """Check the token and mark its nonce used; a second use, in any encoding of the
+        same token, raises ExpiredLink."""
         found = self.check(token)
         with redis_errors():
-            first = self._redis.set(self._keys.sign_in_used(_digest(token)), "1",
-                                    nx=True, ex=self.seconds + 60)
+            first = self._redis.set(self._used_key(found), "1", nx=True, ex=self.seconds + 60)
         if not first:
             raise ExpiredLink("this sign-in link was already used: ask for a new one")
         return found
 
-    def _used(self, token: str) -> bool:
-        with redis_errors():
-            return bool(self._redis.exists(self._keys.sign_in_used(_digest(token))))
-
-
-def _digest(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
+    def _used_key(self, link: SignIn) -> str:
+        return self._keys.sign_in_used(hashlib.sha256(link.nonce.encode()).hexdigest())
 
 
 # --- what the web pages need besides the engine's parts (``service.web.install``) -------
