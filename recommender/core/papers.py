@@ -5,10 +5,23 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import math
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 EPOCH = dt.date(1970, 1, 1).toordinal()
+# An address a reader's browser, mail or feed reader may follow: http(s), a host, and no
+# white space, quotes or angle brackets (which would end it early in HTML or text).
+_WEB_URL = re.compile(r"https?://[^\s\"'<>/?#]+[^\s\"'<>]*", re.IGNORECASE)
+
+
+def web_url(value: object) -> str | None:
+    """``value`` when it is an http(s) address, else None: the one check every link that
+    leaves paperrec passes (a ``javascript:`` or ``data:`` URL in an uploaded file must not
+    become a link on a page, in an email or in another reader's feed)."""
+    if isinstance(value, str) and _WEB_URL.fullmatch(value.strip()):
+        return value.strip()
+    return None
 
 
 @dataclass
@@ -30,6 +43,10 @@ class Paper:
     def __post_init__(self) -> None:
         if not self.text:
             self.text = f"{self.title}\n{self.abstract}".strip()
+        # Links are kept only when they are web addresses (``web_url``): every paper read,
+        # from a file, a harvest, an upload or the corpus, carries only links safe to show.
+        self.url = web_url(self.url)
+        self.code_urls = [url for url in map(web_url, self.code_urls) if url]
 
     @property
     def content_hash(self) -> str:

@@ -58,7 +58,7 @@ from typing import Any
 from tqdm import tqdm
 
 from recommender.core.errors import InvalidInput, NotFound
-from recommender.core.papers import Paper, Rejection
+from recommender.core.papers import Paper, Rejection, web_url
 from recommender.corpus.formats import paper_from_record
 from recommender.corpus.polite_http import HarvestFailed, PoliteClient
 from recommender.corpus.store import CorpusStore, HarvestPosition, UpsertCounts
@@ -225,8 +225,8 @@ def paper_from_note(note: Mapping[str, Any], venue_id: str) -> Paper | Rejection
         })
     except InvalidInput as exc:
         return Rejection(where, 0, exc.message)
-    code = _string(_value(content, "code")).strip()
-    if code.startswith(("http://", "https://")) and code not in paper.code_urls:
+    code = web_url(_string(_value(content, "code")))
+    if code and code not in paper.code_urls:
         paper.code_urls.append(code)
     return paper
 

@@ -13,11 +13,12 @@ import datetime as dt
 import email.policy
 import email.utils
 import functools
-import re
 from dataclasses import dataclass
 from email.message import EmailMessage
 
 import jinja2
+
+from recommender.core.papers import web_url
 
 EXCERPT_CHARS = 300
 HOW_OFTEN = {"daily": "every day", "weekly": "every week"}
@@ -26,7 +27,6 @@ HOW_OFTEN = {"daily": "every day", "weekly": "every week"}
 # into RFC 2047 encoded words that mail clients would not read as a URL. The bodies keep the
 # default policy: quoted-printable lines of at most 76 characters.
 _HEADER_POLICY = email.policy.default.clone(max_line_length=998)
-_WEB_URL = re.compile(r"https?://[^\s\"'<>]+", re.IGNORECASE)
 _TRAILING_PUNCTUATION = ",;:-–—([{'\""
 
 
@@ -111,7 +111,7 @@ def _first_upper(text: str) -> str:
 
 
 def _is_web_url(value: object) -> bool:
-    return isinstance(value, str) and _WEB_URL.fullmatch(value) is not None
+    return web_url(value) is not None
 
 
 def _body(text: str, subtype: str) -> EmailMessage:

@@ -12,12 +12,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from typing import Any, Literal
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from flask import Response, flash, g, jsonify, request, url_for
 
 from recommender.core.errors import InvalidInput, PaperrecError
-from recommender.core.papers import Paper
+from recommender.core.papers import Paper, web_url
 
 from ..state import components
 from .blueprint import (
@@ -87,8 +87,7 @@ def links(paper: Paper) -> list[tuple[str, str]]:
     if paper.doi:
         found.append((f"doi:{paper.doi}", f"https://doi.org/{quote(paper.doi, safe='/')}"))
     found += [(f"Code: {url}", url) for url in paper.code_urls]
-    return [(text, url) for text, url in found
-            if url and urlsplit(url).scheme in ("http", "https")]
+    return [(text, url) for text, url in found if web_url(url)]
 
 
 @web.get("/")
