@@ -13,6 +13,7 @@ from typing import Any, Literal, cast
 import redis
 from redis.lock import Lock
 
+from recommender.core.ids import UserId
 from recommender.storage.redis_keys import BUCKETS, RedisKeys, bucket_of
 from recommender.storage.redis_options import redis_errors
 from recommender.storage.redis_writes import UserWrites
@@ -42,7 +43,7 @@ return redis.call('DEL', KEYS[1])
 
 @dataclass(frozen=True)
 class Subscription:
-    user_id: str
+    user_id: UserId
     email: str
     frequency: Frequency
     max_items: int
