@@ -36,11 +36,13 @@ _CSL = {"schema": {"type": "array", "items": {"description": "a CSL item (an obj
 _IMPORT_BODY: dict[str, Any] = {
     **{media: _FILE for media in CONTENT_TYPES.values()},
     CONTENT_TYPES["csl-json"]: _CSL,
-    "multipart/form-data": {"schema": {
-        "type": "object", "required": ["file"],
-        "properties": {"file": {"type": "string", "format": "binary", "description":
-                                "the file; its format from the part's content type or its "
-                                "extension (.bib, .ris, .json, .txt)"}}}},
+    "multipart/form-data": {
+        "schema": {"type": "object", "required": ["file"], "properties": {"file": {
+            "type": "string", "format": "binary", "description":
+                "the file; its format from the part's content type or its extension (.bib, "
+                ".ris, .json, .txt)"}}},
+        # The part's media types: a file of another kind is refused (415).
+        "encoding": {"file": {"contentType": ", ".join(CONTENT_TYPES.values())}}},
 }
 
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from recommender.core.errors import NotFound
 from recommender.core.ids import UserId
-from recommender.feedback.rules import MAX_RULES, MAX_VALUE_LENGTH, Rule
+from recommender.feedback.rules import MAX_RULES, MAX_VALUE_LENGTH, VALUE_PATTERN, Rule
 from recommender.ranking.reader_rules import FOLLOW_WINDOW_DAYS
 
 from ..state import components
@@ -19,13 +19,13 @@ from .shapes import Answer, RuleAction, RuleKind, Strict, UserPath
 
 api = area(__name__, tag="rules")
 
-# No `pattern` for "a letter or digit": regex dialects disagree on which characters are
-# ones (Python's \w takes "¾", JSON Schema validators' engines do not), so the document
-# would promise what the server does not check. The library checks it (a 400 that says so).
+# "A letter or digit" as the library checks it, in Python's dialect, where \w is Unicode's
+# letters and digits (and _): an engine whose \w is ASCII's reads the pattern stricter than
+# the server is (a keyword of only "日本" passes here), never looser.
 RuleValue = Annotated[str, Field(
-    min_length=1, max_length=MAX_VALUE_LENGTH,
-    description=f"an author's name or a keyword (a word or a phrase) with a letter or digit, "
-                f"at most {MAX_VALUE_LENGTH} characters",
+    min_length=1, max_length=MAX_VALUE_LENGTH, pattern=VALUE_PATTERN.pattern,
+    description=f"an author's name or a keyword (a word or a phrase) with a letter or digit "
+                f"(any script's), at most {MAX_VALUE_LENGTH} characters",
     json_schema_extra={"example": "Yoshua Bengio"})]
 
 
