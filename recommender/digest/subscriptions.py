@@ -1,6 +1,6 @@
 """SubscriptionStore: who gets a digest, how often, and which digests went out (in Redis).
 
-Subscriptions are validated at the API boundary (``service/api_models.SubscriptionBody``);
+Subscriptions are validated at the API boundary (``service/api/digests.SubscriptionBody``);
 ``EMAIL_PATTERN`` and ``MAX_ITEMS_LIMIT`` are the rules it declares."""
 
 from __future__ import annotations
