@@ -19,14 +19,14 @@ from .shapes import Answer, RuleAction, RuleKind, Strict, UserPath
 
 api = area(__name__, tag="rules")
 
-# "A letter or digit" as the library checks it, in Python's dialect, where \w is Unicode's
-# letters and digits (and _): an engine whose \w is ASCII's reads the pattern stricter than
-# the server is (a keyword of only "日本" passes here), never looser.
+# "A letter or digit" as the library checks it (its 400 says so in its words), stated in the
+# document in Python's dialect, where \w is Unicode's letters and digits (and _): an engine
+# whose \w is ASCII's reads it stricter than the server is ("日本" passes), never looser.
 RuleValue = Annotated[str, Field(
-    min_length=1, max_length=MAX_VALUE_LENGTH, pattern=VALUE_PATTERN.pattern,
+    min_length=1, max_length=MAX_VALUE_LENGTH,
     description=f"an author's name or a keyword (a word or a phrase) with a letter or digit "
                 f"(any script's), at most {MAX_VALUE_LENGTH} characters",
-    json_schema_extra={"example": "Yoshua Bengio"})]
+    json_schema_extra={"pattern": VALUE_PATTERN.pattern, "example": "Yoshua Bengio"})]
 
 
 class RulePath(BaseModel):
