@@ -1,9 +1,13 @@
-"""Who may call each endpoint, declared once where the endpoint is declared.
+"""Who may call each endpoint, declared on its view:
 
-An API operation says it in ``openapi.operation(..., access=...)``; other views (the docs,
-/metrics) with the ``access`` decorator. ``service.auth`` checks the declaration on every
-request, and the OpenAPI document's security section is made from it. An endpoint that
-declares nothing needs a client key.
+    @api.get("/healthz", ...)
+    @access("open")
+    def healthz() -> Reply: ...
+
+``open``: no key; ``client``: a client or admin key; ``admin``: an admin key. A view that
+declares nothing needs a client key. ``service.auth`` checks the declaration on every request
+and the document's security section is made from it (service.api.document). Below an API
+route decorator: flask-openapi3 registers a copy of the view made when it decorates.
 """
 
 from __future__ import annotations
@@ -11,28 +15,32 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal, TypeVar
 
-from flask import Blueprint
+from flask import current_app
 
-Access = Literal["open", "client", "admin"]  # open: no key; admin: an admin key
-_DECLARED: dict[str, Access] = {}
+Access = Literal["open", "client", "admin"]
 View = TypeVar("View", bound=Callable[..., object])
+_ATTRIBUTE = "paperrec_access"
 
 
-def declare_access(endpoint: str, level: Access) -> None:
-    """``endpoint`` as Flask names it: ``<blueprint>.<view function>``."""
-    _DECLARED[endpoint] = level
+def access(level: Access) -> Callable[[View], View]:
+    """Declare who may call the view."""
 
-
-def access(blueprint: Blueprint, level: Access) -> Callable[[View], View]:
-    """Declare the access of one of ``blueprint``'s views."""
-
-    def decorate(view: View) -> View:
-        declare_access(f"{blueprint.name}.{view.__name__}", level)
+    def declare(view: View) -> View:
+        setattr(view, _ATTRIBUTE, level)
         return view
 
-    return decorate
+    return declare
 
 
 def access_of(endpoint: str | None) -> Access:
-    return _DECLARED.get(endpoint or "", "client")
+    """What the app's ``endpoint`` declares (a request that matched no endpoint: client)."""
+    if endpoint is None:
+        return "client"
+    if endpoint == "static" or endpoint.endswith(".static"):
+        return "open"  # the stylesheets and scripts every page loads
+    return declared(current_app.view_functions.get(endpoint))
 
+
+def declared(view: Callable[..., object] | None) -> Access:
+    level: Access = getattr(view, _ATTRIBUTE, "client")
+    return level

@@ -1,15 +1,43 @@
-"""Every error leaves the service as JSON ``{"error": {"code", "message"}}``; no tracebacks."""
+"""Every error leaves the service as JSON ``{"error": {"code", "message"}}``; no tracebacks.
+
+The one place errors become HTTP answers: the library's exceptions (each with its status and
+code, recommender.core.errors), Werkzeug's, and anything unexpected (a 500). ``ErrorOut`` is
+that body's shape and ``ERROR_STATUSES`` what each status means, as /openapi.json shows them.
+"""
 
 from __future__ import annotations
 
 import logging
 
 from flask import Flask, Response, jsonify
+from pydantic import BaseModel
 from werkzeug.exceptions import HTTPException
 
 from recommender.core.errors import PaperrecError
 
 log = logging.getLogger(__name__)
+
+ERROR_STATUSES = {
+    400: "Bad input; the message says what is wrong.",
+    401: "No API key, or not a valid one.",
+    403: "This needs an admin API key (for an email link: the link is not valid).",
+    404: "Not found; the message says what.",
+    410: "The link has expired.",
+    413: "Too large; the message says the limit.",
+    414: "The URL is too long (ids are at most 128 characters).",
+    415: "A content type this call does not read; the message lists those it does.",
+    429: "Too many requests for this API key; retry after `Retry-After` seconds.",
+    503: "The index or Redis is unavailable; retry after `Retry-After` seconds.",
+}
+
+
+class ErrorDetail(BaseModel):
+    code: str
+    message: str
+
+
+class ErrorOut(BaseModel):
+    error: ErrorDetail
 
 
 def error_response(status: int, code: str, message: str) -> tuple[Response, int]:

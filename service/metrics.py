@@ -132,7 +132,7 @@ def instrument(app: Flask) -> None:
 
 
 @blueprint.get("/metrics")
-@access(blueprint, "admin")
+@access("admin")
 def metrics() -> Response:
     parts = components()
     _refresh_served(parts.index, parts.collaborative)

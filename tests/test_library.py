@@ -17,8 +17,8 @@ from recommender.core.config import Settings
 from recommender.core.papers import Paper
 from recommender.corpus.library import MAX_ENTRIES, parse_library
 from recommender.corpus.store import CorpusStore
+from service.api.library import MAX_LIBRARY_BYTES
 from service.cli import main
-from service.library_api import MAX_LIBRARY_BYTES
 
 Like = Callable[..., None]
 PapersAbout = Callable[[Settings, str], list[str]]

@@ -1,8 +1,16 @@
-"""What a user id and a paper id may look like (documented in the README)."""
+"""What a user id and a paper id may look like (documented in the README).
+
+``UserId`` and ``PaperId`` are the types with those rules (and the words that describe them):
+the API validates with them and the result types declare their ids with them, so its
+document states the rule once.
+"""
 
 from __future__ import annotations
 
 import re
+from typing import Annotated
+
+from pydantic import Field
 
 from recommender.core.errors import InvalidInput
 
@@ -10,6 +18,18 @@ MAX_ID_LENGTH = 128
 # arXiv ids of the old kind carry a slash (hep-th/9901001), so paper ids may too.
 PAPER_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$")
 USER_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$")
+
+# "example", not pydantic's "examples": an OpenAPI parameter's examples are a map, not a list.
+UserId = Annotated[str, Field(
+    pattern=USER_ID_PATTERN.pattern, max_length=MAX_ID_LENGTH,
+    description=f"1 to {MAX_ID_LENGTH} characters of letters, digits and . _ @ + -, "
+                "starting with a letter or digit",
+    json_schema_extra={"example": "ada"})]
+PaperId = Annotated[str, Field(
+    pattern=PAPER_ID_PATTERN.pattern, max_length=MAX_ID_LENGTH,
+    description=f"1 to {MAX_ID_LENGTH} characters of letters, digits and . _ : / -, "
+                "starting with a letter or digit (old arXiv ids carry a slash)",
+    json_schema_extra={"example": "pl-156475ca5364802b"})]
 
 
 def validate_paper_id(paper_id: str) -> str:

@@ -19,13 +19,14 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Annotated, Any, cast
 
 import redis
 from itsdangerous import BadData, URLSafeSerializer
+from pydantic import Field
 
 from recommender.core.errors import InvalidInput, InvalidLink, RevokedLink
-from recommender.core.ids import USER_ID_PATTERN
+from recommender.core.ids import USER_ID_PATTERN, UserId
 from recommender.storage.redis_keys import RedisKeys
 from recommender.storage.redis_options import redis_errors
 from recommender.storage.redis_writes import UserWrites
@@ -41,10 +42,12 @@ JSON_PATH = "feed.json"
 
 @dataclass(frozen=True)
 class FeedUrls:
-    user_id: str
-    atom: str  # absolute URL of the Atom feed
-    json: str  # absolute URL of the JSON Feed
-    issued_at: float  # unix time the token was issued (older URLs stopped working then)
+    user_id: UserId
+    atom: Annotated[str, Field(description="The Atom feed's private URL (no API key needed: "
+                                           "the URL is the key; keep it to yourself).")]
+    json: Annotated[str, Field(description="The JSON Feed 1.1 version's private URL.")]
+    issued_at: Annotated[float, Field(description="Unix time it was issued; URLs issued "
+                                                  "before it no longer work.")]
 
 
 @dataclass(frozen=True)

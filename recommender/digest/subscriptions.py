@@ -1,6 +1,6 @@
 """SubscriptionStore: who gets a digest, how often, and which digests went out (in Redis).
 
-Subscriptions are validated at the API boundary (``service/api_models.SubscriptionBody``);
+Subscriptions are validated at the API boundary (``service/api/digests.SubscriptionBody``);
 ``EMAIL_PATTERN`` and ``MAX_ITEMS_LIMIT`` are the rules it declares."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any, Literal, cast
 import redis
 from redis.lock import Lock
 
+from recommender.core.ids import UserId
 from recommender.storage.redis_keys import BUCKETS, RedisKeys, bucket_of
 from recommender.storage.redis_options import redis_errors
 from recommender.storage.redis_writes import UserWrites
@@ -42,7 +43,7 @@ return redis.call('DEL', KEYS[1])
 
 @dataclass(frozen=True)
 class Subscription:
-    user_id: str
+    user_id: UserId
     email: str
     frequency: Frequency
     max_items: int

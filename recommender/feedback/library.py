@@ -16,7 +16,11 @@ their vectors from the cache) and the next rebuild reuses the vectors.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Annotated
 
+from pydantic import Field
+
+from recommender.core.ids import PaperId
 from recommender.core.matching import words
 from recommender.core.papers import Paper
 from recommender.corpus.library import LibraryEntry, LibraryRejection, ParsedLibrary
@@ -30,11 +34,14 @@ from recommender.feedback.store import FeedbackStore
 class ImportedEntry:
     """One entry of the file and what became of it (``paper_id``: the paper liked)."""
 
-    entry: str  # its key, else its title (or the id on its line)
-    index: int  # 1-based position among the file's entries
-    line: int | None  # line it starts on, where the format has lines
-    paper_id: str | None = None
-    reason: str | None = None  # why it was rejected
+    entry: Annotated[str, Field(description="The entry's key, else its title (or the id on "
+                                            "its line).")]
+    index: Annotated[int, Field(description="Its position among the file's entries, from 1.")]
+    line: Annotated[int | None, Field(description="The line it starts on (BibTeX, RIS, id "
+                                                  "lists).")]
+    paper_id: Annotated[PaperId | None, Field(description="The paper liked (null when "
+                                                          "rejected).")] = None
+    reason: Annotated[str | None, Field(description="Why it was rejected.")] = None
 
 
 @dataclass

@@ -18,9 +18,10 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Annotated, Any, Literal, cast
 
 import redis
+from pydantic import Field
 
 from recommender.core.errors import InvalidInput
 from recommender.core.matching import (
@@ -72,7 +73,8 @@ return 0
 class Rule:
     action: Action
     kind: RuleKind
-    value: str  # the display form
+    value: Annotated[str, Field(description="As given, with its ends stripped and its spaces "
+                                            "collapsed.")]
     created_at: float  # unix time
 
     @property

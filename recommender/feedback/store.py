@@ -21,7 +21,7 @@ import redis
 
 from recommender.core.config import SERVED_HISTORY_MAX
 from recommender.core.errors import InvalidInput
-from recommender.core.ids import validate_paper_id
+from recommender.core.ids import PaperId, validate_paper_id
 from recommender.feedback.rules import Rule, parse_rules
 from recommender.storage.redis_keys import BUCKETS, RedisKeys, bucket_of
 from recommender.storage.redis_options import redis_errors
@@ -71,7 +71,7 @@ return #feedback / 2
 
 @dataclass(frozen=True)
 class Feedback:
-    paper_id: str
+    paper_id: PaperId
     signal: Signal
     at: float  # unix time
 

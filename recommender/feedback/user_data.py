@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from recommender.core.ids import PaperId
 from recommender.feedback.store import Feedback, FeedbackStore
 
 
@@ -24,7 +25,7 @@ class UserDataSection(Protocol):
 
 @dataclass(frozen=True)
 class Served:
-    paper_id: str
+    paper_id: PaperId
     at: float
 
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
+from pydantic import Field
 
+from recommender.core.ids import PaperId
 from recommender.ranking.rank import COLLABORATIVE_WEIGHT, Ranked, RankingContext
 
 # Collaborative contribution worth telling the user about: a tenth of the most it can add.
@@ -22,42 +24,51 @@ COLD_START_REASON = "a broad pick from the collection; like papers to personalis
 
 @dataclass(frozen=True)
 class SimilarToLiked:
-    paper_id: str  # the liked paper it is closest to
+    kind: Literal["similar_to_liked"] = field(default="similar_to_liked", kw_only=True)
+    paper_id: Annotated[PaperId, Field(description="The liked paper it is closest to.")]
     similarity: float
-    kind: Literal["similar_to_liked"] = "similar_to_liked"
 
 
 @dataclass(frozen=True)
 class SimilarReaders:
-    weight: float  # what collaborative filtering adds to the score
-    kind: Literal["similar_readers"] = "similar_readers"
+    kind: Literal["similar_readers"] = field(default="similar_readers", kw_only=True)
+    weight: Annotated[float, Field(description="What collaborative filtering adds to the "
+                                               "score.")]
 
 
 @dataclass(frozen=True)
 class Popular:
+    kind: Literal["popular"] = field(default="popular", kw_only=True)
     likes: int
-    kind: Literal["popular"] = "popular"
 
 
 @dataclass(frozen=True)
 class FollowedRule:
-    rule: str  # the reader's follow rule that put it first, e.g. "author: Yoshua Bengio"
-    kind: Literal["followed_rule"] = "followed_rule"
+    kind: Literal["followed_rule"] = field(default="followed_rule", kw_only=True)
+    rule: Annotated[str, Field(description='The follow rule that put it first, e.g. "author: '
+                                           'Yoshua Bengio".')]
 
 
-Reason = SimilarToLiked | SimilarReaders | Popular | FollowedRule
+# Each reason says its kind first (keyword-only, so built by position without it).
+Reason = Annotated[SimilarToLiked | SimilarReaders | Popular | FollowedRule,
+                   Field(discriminator="kind")]
 
 
 @dataclass(frozen=True)
 class Recommendation:
-    paper_id: str
+    """One item of a list (and a search result or similar paper), as the API serves it."""
+
+    paper_id: PaperId
     title: str
     score: float
-    reason: str  # why, in words
-    reasons: list[Reason] = field(default_factory=list)  # why, as data, strongest first
-    because: list[str] = field(default_factory=list)  # ids of the liked papers behind it
-    # How likely the user finds it worth reading (calibration.py); None outside reading lists.
-    probability: float | None = None
+    reason: Annotated[str, Field(description="Why, in words.")]
+    reasons: Annotated[list[Reason], Field(description="Why, as data, strongest first.")] = (
+        field(default_factory=list))
+    because: Annotated[list[PaperId], Field(description="The liked papers behind it.")] = (
+        field(default_factory=list))
+    probability: Annotated[float | None, Field(ge=0, le=1, description=(
+        "How likely this user finds it worth reading (calibrated on held-out likes); set on "
+        "reading-list items, null on search results and similar papers."))] = None
 
 
 def explain(ids: list[str], ctx: RankingContext, ranked: Ranked,

@@ -3,18 +3,20 @@
 It joins the corpus (what a paper is), the live index (where it sits in the content space),
 the live collaborative model and the feedback store (what a user said), ranks with
 ``rank.rank`` and explains with ``explain.explain``. Inputs are checked at the API boundary
-(service/api_models.py); ids are checked where they become Redis keys.
+(service/api/); ids are checked where they become Redis keys.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, replace
+from typing import Annotated
 
 import numpy as np
+from pydantic import Field
 
 from recommender.core.errors import IndexNotReady, NotFound
-from recommender.core.ids import validate_paper_id
+from recommender.core.ids import UserId, validate_paper_id
 from recommender.core.papers import EPOCH, Paper
 from recommender.corpus.store import CorpusStore
 from recommender.embedding.cache import EmbeddingCache
@@ -36,12 +38,16 @@ from recommender.storage.versions import LiveVersion
 
 @dataclass(frozen=True)
 class ReadingList:
-    user_id: str
-    personalized: bool
+    """A user's list, as the API serves it (``left_out_as_unlikely`` only for the digests)."""
+
+    user_id: UserId
+    personalized: Annotated[bool, Field(description=(
+        "False: the user has no usable likes yet, so the list is what is popular and broad."))]
     items: list[Recommendation]
     index_version: str
     model_version: str | None
-    left_out_as_unlikely: int = 0  # items below min_probability (the list is that much shorter)
+    # Items below min_probability (the list is that much shorter).
+    left_out_as_unlikely: Annotated[int, Field(exclude=True)] = 0
 
 
 class Recommender:

@@ -17,10 +17,12 @@ import datetime as dt
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
+from pydantic import Field
 
+from recommender.core.ids import PaperId, UserId
 from recommender.core.papers import EPOCH, Paper
 from recommender.feedback.rules import Rule, first_match
 from recommender.ranking.calibration import Calibration
@@ -44,100 +46,116 @@ from recommender.ranking.reader_rules import RulePlan
 ESTIMATE_DEPTH = 200  # over an approximate index, rank among the candidates of this deep a list
 
 
+# What keeps a paper out, each saying its kind first (keyword-only: built by position).
 @dataclass(frozen=True)
 class Liked:
+    kind: Literal["liked"] = field(default="liked", kw_only=True)
     detail: str
-    kind: Literal["liked"] = "liked"
 
 
 @dataclass(frozen=True)
 class Disliked:
+    kind: Literal["disliked"] = field(default="disliked", kw_only=True)
     detail: str
-    kind: Literal["disliked"] = "disliked"
 
 
 @dataclass(frozen=True)
 class Muted:
+    kind: Literal["muted"] = field(default="muted", kw_only=True)
     detail: str
-    rule: str  # the mute rule's label, e.g. "author: Jürgen Müller"
-    kind: Literal["muted"] = "muted"
+    rule: Annotated[str, Field(description='The mute rule, e.g. "author: Jürgen Müller".')]
 
 
 @dataclass(frozen=True)
 class ServedExcluded:
+    kind: Literal["served_excluded"] = field(default="served_excluded", kw_only=True)
     detail: str
-    kind: Literal["served_excluded"] = "served_excluded"
 
 
 @dataclass(frozen=True)
 class BeforeSince:
+    kind: Literal["before_since"] = field(default="before_since", kw_only=True)
     detail: str
-    date: str | None  # the paper's day (ISO), None when it has no date
+    date: Annotated[str | None, Field(description="The paper's date; null when it has none.")]
     since: str
-    kind: Literal["before_since"] = "before_since"
 
 
 @dataclass(frozen=True)
 class BelowMinProbability:
+    kind: Literal["below_min_probability"] = field(default="below_min_probability",
+                                                   kw_only=True)
     detail: str
     probability: float
     min_probability: float
-    kind: Literal["below_min_probability"] = "below_min_probability"
 
 
 @dataclass(frozen=True)
 class CloseToDisliked:
+    kind: Literal["close_to_disliked"] = field(default="close_to_disliked", kw_only=True)
     detail: str
-    paper_id: str  # the disliked paper it is closest to
+    paper_id: Annotated[PaperId, Field(description="The disliked paper it is closest to.")]
     similarity: float  # their cosine
-    penalty: float  # what the closeness subtracts from the score
-    rank_without_penalty: int  # where it would rank without it
-    kind: Literal["close_to_disliked"] = "close_to_disliked"
+    penalty: Annotated[float, Field(description="What that takes off its score.")]
+    rank_without_penalty: Annotated[int, Field(description="Where it would rank without it.")]
 
 
 @dataclass(frozen=True)
 class Outranked:
+    kind: Literal["outranked"] = field(default="outranked", kw_only=True)
     detail: str
     rank: int
     k: int
-    kth_score: float  # the score of the list's k-th item
+    kth_score: Annotated[float, Field(description="The score of the list's k-th item.")]
     score: float  # this paper's
-    gap: float  # how much more it would need
-    kind: Literal["outranked"] = "outranked"
+    gap: Annotated[float, Field(description="How much more it would need to be k-th.")]
 
 
-Blocker = (Liked | Disliked | Muted | ServedExcluded | BeforeSince | BelowMinProbability
-           | CloseToDisliked | Outranked)
+Blocker = Annotated[Liked | Disliked | Muted | ServedExcluded | BeforeSince
+                    | BelowMinProbability | CloseToDisliked | Outranked,
+                    Field(discriminator="kind")]
 
 
 @dataclass(frozen=True)
 class ScoreParts:
-    content: float
-    popularity: float
-    collaborative: float
-    dislike_penalty: float
-    served_penalty: float
-    scale: float  # the spread of the user's scores: probability is calibrated on score / scale
+    content: Annotated[float, Field(description="Closeness to what the user liked.")]
+    popularity: Annotated[float, Field(description="What its likes add (mostly for new users).")]
+    collaborative: Annotated[float, Field(description="What readers with similar taste add.")]
+    dislike_penalty: Annotated[float, Field(description="Subtracted: closeness to a disliked "
+                                                        "paper.")]
+    served_penalty: Annotated[float, Field(description="Subtracted: it was served before.")]
+    scale: Annotated[float, Field(description="The spread of the user's scores; the "
+                                              "probability is calibrated on score / scale.")]
 
 
 @dataclass(frozen=True)
 class WhyNot:
-    user_id: str
-    paper_id: str
+    """The paper as a list item (its score, probability and reasons), where it would stand and
+    what keeps it out."""
+
+    user_id: UserId
+    paper_id: PaperId
     title: str
-    k: int
-    rank: int  # 1-based, were nothing keeping it out
-    rank_is_estimate: bool  # counted over an approximate index's candidates
-    in_list: bool  # on the list of k the reader gets with these settings
+    k: Annotated[int, Field(description="The list length asked about.")]
+    rank: Annotated[int, Field(ge=1, description=(
+        "Where it would stand on the list with these settings (ordered by score) if nothing "
+        "kept it out: after the papers a follow rule puts first, 1 + the papers the list may "
+        "show that score higher."))]
+    rank_is_estimate: Annotated[bool, Field(description=(
+        "True over an approximate (HNSW) index: counted among the candidates of a deep list."))]
+    in_list: Annotated[bool, Field(description="Whether it is among the k items the user gets "
+                                               "now.")]
     score: float  # the model's score (the list's order)
-    probability: float
+    probability: Annotated[float, Field(ge=0, le=1, description=(
+        "How likely this user finds it worth reading (calibrated on held-out likes)."))]
     parts: ScoreParts
-    reason: str
-    reasons: list[Reason]
-    because: list[str]
-    summary: str
+    reason: Annotated[str, Field(description="Why, in words.")]
+    reasons: Annotated[list[Reason], Field(description="Why, as data, strongest first.")]
+    because: Annotated[list[PaperId], Field(description="The liked papers behind it.")]
+    summary: Annotated[str, Field(description="The answer in one or two sentences.")]
     personalized: bool
-    blockers: list[Blocker] = field(default_factory=list)
+    blockers: Annotated[list[Blocker], Field(description=(
+        "What keeps it out, in words (detail) and as data; empty when it is on the list."))] = (
+        field(default_factory=list))
 
 
 @dataclass(frozen=True)

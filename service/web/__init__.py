@@ -18,7 +18,7 @@ from flask_wtf.csrf import CSRFProtect
 from recommender.core.errors import StoreUnavailable
 from recommender.wiring import Paperrec
 
-from ..access import declare_access
+from ..access import access
 from ..rate_limit import RateLimiter
 from . import (  # noqa: F401  (each declares its views on the blueprint)
     account_pages,
@@ -55,9 +55,9 @@ def install(app: Flask, parts: Paperrec, exempt: list[Blueprint]) -> CSRFProtect
         csrf.exempt(blueprint)
     app.register_blueprint(web)
     error_pages.install_not_found_pages(app)
-    for endpoint in list(app.view_functions):
-        if endpoint.startswith("web.") or endpoint == "static":
-            declare_access(endpoint, "open")  # the pages check the session, not API keys
+    for endpoint, view in app.view_functions.items():
+        if endpoint.startswith("web."):
+            access("open")(view)  # the pages check the session, not API keys
     return csrf
 
 

@@ -20,7 +20,7 @@ from recommender.digest.subscriptions import (
     Frequency,
 )
 
-from ..api_models import ExportOut
+from ..api.account import ExportOut
 from ..state import components
 from .blueprint import (
     back,
@@ -118,9 +118,7 @@ def export_data() -> Response:
     user = current_user()
     assert user is not None
     export = components().user_data.export(user)
-    body = ExportOut.model_validate({"user_id": export.user_id, "feedback": export.feedback,
-                                     "served": export.served, **export.sections},
-                                    from_attributes=True)
+    body = ExportOut.of(export)
     response = Response(body.model_dump_json(indent=2), content_type="application/json")
     response.headers["Content-Disposition"] = 'attachment; filename="paperrec-my-data.json"'
     return response

@@ -15,7 +15,7 @@ from recommender.corpus.library import LibraryFormat
 from recommender.corpus.library_writers import FILE_EXTENSIONS, content_type, write_library
 from recommender.feedback.library import ImportReport, liked_papers
 
-from ..library_api import MAX_LIBRARY_BYTES, import_for, uploaded_library
+from ..api.library import MAX_LIBRARY_BYTES, import_for, uploaded_library
 from ..state import components
 from .blueprint import back, current_user, page, signed_in, web
 from .reading import views

@@ -1,6 +1,5 @@
 """A user's reading list in a feed reader: private feed URLs (recommender.digest.feed_tokens)
-and the feeds behind them (recommender.digest.feeds). Registered on the API blueprint of
-service.routes.
+and the feeds behind them (recommender.digest.feeds).
 
 Issuing and showing the URLs needs an API key like every user route; the feeds themselves
 need none (a feed reader cannot send one): the signed token in the URL is the credential.
@@ -15,15 +14,18 @@ import time
 from typing import Any, Literal
 
 from flask import Response, request
+from pydantic import BaseModel, Field
 
 from recommender.core.errors import NotFound
 from recommender.digest.feed_tokens import FeedUrls
 from recommender.digest.feeds import as_json_feed, atom_xml
 
-from .api_models import FeedOut
-from .openapi import operation
-from .routes import api
-from .state import components
+from ..access import access
+from ..state import components
+from .area import Reply, answers, area, reply
+from .shapes import UserPath
+
+api = area(__name__, tag="feeds")
 
 ATOM_TYPE = "application/atom+xml"
 JSON_FEED_TYPE = "application/feed+json"
@@ -38,9 +40,8 @@ _VALIDATORS: dict[str, Any] = {
              "schema": {"type": "string"}},
     "Cache-Control": {"description": CACHE_CONTROL, "schema": {"type": "string"}},
 }
-_NOT_MODIFIED = {"304": {"description": "Not modified: the If-None-Match sent is the list's "
-                                        "current version (nothing was ranked).",
-                         "headers": _VALIDATORS}}
+_NOT_MODIFIED = {"description": "Not modified: the If-None-Match sent is the list's current "
+                                "version (nothing was ranked).", "headers": _VALIDATORS}
 _JSON_FEED_SCHEMA: dict[str, Any] = {
     "type": "object", "required": ["version", "title", "items"],
     "description": "A JSON Feed 1.1 document (https://www.jsonfeed.org/version/1.1/); each "
@@ -65,43 +66,48 @@ _FEED_DESCRIPTION = (
     "list's inputs are unchanged the answer is a 304, and nothing is ranked.")
 
 
-@operation(api, "POST", "/v1/users/<user_id>/feed", tag="feeds", response=FeedOut,
-           errors=(503,), summary="Issue new private feed URLs (the old ones stop working).",
-           description="The Atom and JSON Feed URLs of the user's reading list, for feed "
-                       "readers, which cannot send API keys: the signed token in the URL is "
-                       "the credential. Issuing again revokes the earlier URLs (they answer "
-                       "410): do it when a URL was shared by mistake.")
-def issue_feed(user_id: str) -> FeedOut:
-    return _out(components().feed_tokens.issue(user_id, time.time()))
+class FeedPath(BaseModel):
+    feed_token: str = Field(description="The signed token of a private feed URL "
+                                        "(`POST /v1/users/{user_id}/feed` issues it).")
 
 
-@operation(api, "GET", "/v1/users/<user_id>/feed", tag="feeds", response=FeedOut,
-           errors=(404, 503), summary="The user's current private feed URLs.")
-def get_feed(user_id: str) -> FeedOut:
-    urls = components().feed_tokens.current(user_id)
+@api.post("/v1/users/<user_id>/feed", responses=answers(FeedUrls, 503),
+          summary="Issue new private feed URLs (the old ones stop working).",
+          description="The Atom and JSON Feed URLs of the user's reading list, for feed "
+                      "readers, which cannot send API keys: the signed token in the URL is "
+                      "the credential. Issuing again revokes the earlier URLs (they answer "
+                      "410): do it when a URL was shared by mistake.")
+def issue_feed(path: UserPath) -> Reply:
+    return reply(components().feed_tokens.issue(path.user_id, time.time()))
+
+
+@api.get("/v1/users/<user_id>/feed", responses=answers(FeedUrls, 404, 503),
+         summary="The user's current private feed URLs.")
+def get_feed(path: UserPath) -> Reply:
+    urls = components().feed_tokens.current(path.user_id)
     if urls is None:
-        raise NotFound(f"user {user_id!r} has no feed URL yet; issue one with POST")
-    return _out(urls)
+        raise NotFound(f"user {path.user_id!r} has no feed URL yet; issue one with POST")
+    return reply(urls)
 
 
-@operation(api, "GET", "/feeds/<feed_token>/atom.xml", tag="feeds", access="open",
-           errors=_FEED_ERRORS, other_responses=_NOT_MODIFIED,
-           raw_response={"content": {ATOM_TYPE: {"schema": {"type": "string"}}},
-                         "headers": _VALIDATORS},
-           summary="A user's reading list as an Atom feed (private URL, no API key).",
-           description=_FEED_DESCRIPTION)
-def atom_feed(feed_token: str) -> Response:
-    return _feed(feed_token, "atom")
+@api.get("/feeds/<feed_token>/atom.xml",
+         responses={**answers({"content": {ATOM_TYPE: {"schema": {"type": "string"}}},
+                               "headers": _VALIDATORS}, *_FEED_ERRORS), 304: _NOT_MODIFIED},
+         summary="A user's reading list as an Atom feed (private URL, no API key).",
+         description=_FEED_DESCRIPTION)
+@access("open")
+def atom_feed(path: FeedPath) -> Response:
+    return _feed(path.feed_token, "atom")
 
 
-@operation(api, "GET", "/feeds/<feed_token>/feed.json", tag="feeds", access="open",
-           errors=_FEED_ERRORS, other_responses=_NOT_MODIFIED,
-           raw_response={"content": {JSON_FEED_TYPE: {"schema": _JSON_FEED_SCHEMA}},
-                         "headers": _VALIDATORS},
-           summary="A user's reading list as a JSON Feed 1.1 (private URL, no API key).",
-           description=_FEED_DESCRIPTION)
-def json_feed(feed_token: str) -> Response:
-    return _feed(feed_token, "json")
+@api.get("/feeds/<feed_token>/feed.json",
+         responses={**answers({"content": {JSON_FEED_TYPE: {"schema": _JSON_FEED_SCHEMA}},
+                               "headers": _VALIDATORS}, *_FEED_ERRORS), 304: _NOT_MODIFIED},
+         summary="A user's reading list as a JSON Feed 1.1 (private URL, no API key).",
+         description=_FEED_DESCRIPTION)
+@access("open")
+def json_feed(path: FeedPath) -> Response:
+    return _feed(path.feed_token, "json")
 
 
 def _feed(token: str, kind: Literal["atom", "json"]) -> Response:
@@ -125,6 +131,3 @@ def _feed(token: str, kind: Literal["atom", "json"]) -> Response:
     response.headers.update(HEADERS)
     return response
 
-
-def _out(urls: FeedUrls) -> FeedOut:
-    return FeedOut.model_validate(urls, from_attributes=True)

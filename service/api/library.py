@@ -1,17 +1,18 @@
 """A researcher's library in and out: import a reference manager's export as likes, export
 the liked papers as a file a reference manager imports (recommender.corpus.library,
-recommender.feedback.library). Registered on the API blueprint of service.routes."""
+recommender.feedback.library)."""
 
 from __future__ import annotations
 
 import time
-from dataclasses import asdict
-from typing import Any
+from typing import Any, Literal
 
 from flask import Response, g, request
+from pydantic import Field
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from recommender.core.errors import InvalidInput, TooLarge
+from recommender.core.ids import UserId
 from recommender.corpus.library import (
     CONTENT_TYPES,
     MAX_ENTRIES,
@@ -20,12 +21,13 @@ from recommender.corpus.library import (
     parse_library,
 )
 from recommender.corpus.library_writers import FILE_EXTENSIONS, content_type, write_library
-from recommender.feedback.library import ImportReport, liked_papers
+from recommender.feedback.library import ImportedEntry, ImportReport, liked_papers
 
-from .api_models import ImportOut, LibraryQuery
-from .openapi import operation
-from .routes import api
-from .state import components
+from ..state import components
+from .area import Reply, answers, area, reply
+from .shapes import Answer, Strict, UserPath
+
+api = area(__name__, tag="feedback")
 
 MAX_LIBRARY_BYTES = 10 * 1024 * 1024
 _FILE = {"schema": {"type": "string"}}
@@ -34,12 +36,31 @@ _CSL = {"schema": {"type": "array", "items": {"description": "a CSL item (an obj
 _IMPORT_BODY: dict[str, Any] = {
     **{media: _FILE for media in CONTENT_TYPES.values()},
     CONTENT_TYPES["csl-json"]: _CSL,
-    "multipart/form-data": {"schema": {
-        "type": "object", "required": ["file"],
-        "properties": {"file": {"type": "string", "format": "binary", "description":
-                                "the file; its format from the part's content type or its "
-                                "extension (.bib, .ris, .json, .txt)"}}}},
+    "multipart/form-data": {
+        "schema": {"type": "object", "required": ["file"], "properties": {"file": {
+            "type": "string", "format": "binary", "description":
+                "the file; its format from the part's content type or its extension (.bib, "
+                ".ris, .json, .txt)"}}},
+        # The part's media types: a file of another kind is refused (415).
+        "encoding": {"file": {"contentType": ", ".join(CONTENT_TYPES.values())}}},
 }
+
+
+class LibraryQuery(Strict):
+    format: Literal["bibtex", "ris", "csl-json"] = Field(
+        "bibtex", description="bibtex (default), ris or csl-json")
+
+
+class ImportOut(Answer):
+    user_id: UserId
+    format: Literal["bibtex", "ris", "csl-json", "ids"]
+    matched: list[ImportedEntry] = Field(description="In the corpus already; now liked.")
+    added: list[ImportedEntry] = Field(description="Added to the corpus and liked.")
+    already_liked: list[ImportedEntry]
+    rejected: list[ImportedEntry]
+    liked: int = Field(description="The user's likes after the import.")
+
+
 _EXPORT_RESPONSE: dict[str, Any] = {
     "content": {CONTENT_TYPES["bibtex"]: _FILE, CONTENT_TYPES["ris"]: _FILE,
                 CONTENT_TYPES["csl-json"]: _CSL},
@@ -49,10 +70,11 @@ _EXPORT_RESPONSE: dict[str, Any] = {
 }
 
 
-@operation(api, "POST", "/v1/users/<user_id>/library",
-           summary="Import a library (BibTeX, RIS, CSL-JSON, or arXiv ids and DOIs) as likes.",
-           tag="feedback", response=ImportOut, errors=(413, 415, 503), raw_body=_IMPORT_BODY,
-           description="The file as the body, with its content type (`application/x-bibtex`, "
+@api.post("/v1/users/<user_id>/library",
+          summary="Import a library (BibTeX, RIS, CSL-JSON, or arXiv ids and DOIs) as likes.",
+          responses=answers(ImportOut, 413, 415, 503),
+          openapi_extensions={"requestBody": {"required": True, "content": _IMPORT_BODY}},
+          description="The file as the body, with its content type (`application/x-bibtex`, "
                        "`application/x-research-info-systems`, "
                        "`application/vnd.citationstyles.csl+json`, or `text/plain` for arXiv "
                        "ids and DOIs one a line), or as the multipart field `file`. Entries "
@@ -64,10 +86,10 @@ _EXPORT_RESPONSE: dict[str, Any] = {
                        "Importing the same file again changes nothing (`already_liked`). "
                        f"413 beyond {MAX_LIBRARY_BYTES // 2**20} MB or {MAX_ENTRIES} entries; "
                        "415 for another content type; 400 for a file that cannot be read.")
-def import_user_library(user_id: str) -> ImportOut:
+def import_user_library(path: UserPath) -> Reply:
     text, fmt = uploaded_library()
-    report = import_for(user_id, text, fmt)
-    return ImportOut.model_validate({"user_id": user_id, "format": fmt, **asdict(report)})
+    report = import_for(path.user_id, text, fmt)
+    return reply(ImportOut(user_id=path.user_id, format=fmt, **vars(report)))
 
 
 def import_for(user_id: str, text: str, fmt: LibraryFormat) -> ImportReport:
@@ -80,20 +102,20 @@ def import_for(user_id: str, text: str, fmt: LibraryFormat) -> ImportReport:
     return report
 
 
-@operation(api, "GET", "/v1/users/<user_id>/library",
-           summary="The user's liked papers as a BibTeX, RIS or CSL-JSON file.",
-           tag="feedback", query=LibraryQuery, errors=(503,), raw_response=_EXPORT_RESPONSE,
-           description="Each liked paper with its title, authors, year, DOI, arXiv eprint, "
+@api.get("/v1/users/<user_id>/library",
+         summary="The user's liked papers as a BibTeX, RIS or CSL-JSON file.",
+         responses=answers(_EXPORT_RESPONSE, 503),
+         description="Each liked paper with its title, authors, year, DOI, arXiv eprint, "
                        "URL and abstract, keyed by its paperrec id, as an attachment a "
                        "reference manager imports (and `POST` of the same file finds the "
                        "same papers).")
-def export_user_library(user_id: str, query: LibraryQuery) -> Response:
+def export_user_library(path: UserPath, query: LibraryQuery) -> Response:
     parts = components()
     fmt: LibraryFormat = query.format
-    papers = liked_papers(user_id, corpus=parts.corpus, feedback=parts.feedback)
+    papers = liked_papers(path.user_id, corpus=parts.corpus, feedback=parts.feedback)
     response = Response(write_library(papers, fmt), content_type=content_type(fmt))
     response.headers["Content-Disposition"] = (
-        f'attachment; filename="paperrec-{user_id}.{FILE_EXTENSIONS[fmt]}"')
+        f'attachment; filename="paperrec-{path.user_id}.{FILE_EXTENSIONS[fmt]}"')
     return response
 
 

@@ -1,0 +1,61 @@
+"""A user's email digest: subscribe, read it back, unsubscribe."""
+
+from __future__ import annotations
+
+import time
+from typing import Literal
+
+from flask import Response
+from pydantic import Field
+
+from recommender.core.errors import NotFound
+from recommender.digest.subscriptions import (
+    DEFAULT_MIN_PROBABILITY,
+    EMAIL_PATTERN,
+    MAX_ITEMS_LIMIT,
+    Subscription,
+)
+
+from ..state import components
+from .area import Reply, answers, area, reply
+from .shapes import JsonInteger, JsonNumber, Strict, UserPath
+
+api = area(__name__, tag="digests")
+
+
+class SubscriptionBody(Strict):
+    email: str = Field(pattern=EMAIL_PATTERN.pattern, max_length=254,
+                       description="an address like ada@example.org",
+                       json_schema_extra={"example": "ada@example.org"})
+    frequency: Literal["daily", "weekly"] = "weekly"
+    max_items: JsonInteger = Field(10, ge=1, le=MAX_ITEMS_LIMIT)
+    min_probability: JsonNumber = Field(DEFAULT_MIN_PROBABILITY, ge=0, le=1, description=(
+        "Send only papers at least this likely to be worth reading; a period with none "
+        "sends no email."))
+
+
+@api.put("/v1/users/<user_id>/subscription",
+         summary="Subscribe to (or change) the email digest.",
+         responses=answers(Subscription, 503))
+def put_subscription(path: UserPath, body: SubscriptionBody) -> Reply:
+    subscription = components().subscriptions.set(path.user_id, body.email, body.frequency,
+                                                  body.max_items, time.time(),
+                                                  body.min_probability)
+    return reply(subscription)
+
+
+@api.get("/v1/users/<user_id>/subscription", summary="The digest subscription.",
+         responses=answers(Subscription, 404, 503))
+def get_subscription(path: UserPath) -> Reply:
+    found = components().subscriptions.get(path.user_id)
+    if found is None:
+        raise NotFound(f"user {path.user_id!r} has no digest subscription; create one with PUT")
+    return reply(found)
+
+
+@api.delete("/v1/users/<user_id>/subscription", summary="Unsubscribe.",
+            responses=answers(None, 404, 503, status=204))
+def delete_subscription(path: UserPath) -> Response:
+    if not components().subscriptions.delete(path.user_id):
+        raise NotFound(f"user {path.user_id!r} has no digest subscription")
+    return Response(status=204)

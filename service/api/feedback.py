@@ -1,0 +1,66 @@
+"""A user's likes and dislikes: one at a time, and all of them."""
+
+from __future__ import annotations
+
+import time
+
+from flask import Response, g
+from pydantic import Field
+
+from recommender.core.errors import NotFound
+from recommender.core.ids import PaperId, UserId
+from recommender.feedback.store import Feedback
+
+from ..state import components
+from .area import Reply, answers, area, reply
+from .shapes import Answer, Signal, Strict, UserPaperPath, UserPath
+
+api = area(__name__, tag="feedback")
+
+
+class FeedbackBody(Strict):
+    signal: Signal
+
+
+class FeedbackOut(Answer):
+    user_id: UserId
+    paper_id: PaperId
+    signal: Signal
+    at: float
+    replaced: bool = Field(description="Whether it replaced an earlier signal on this paper.")
+
+
+class FeedbackList(Answer):
+    user_id: UserId
+    items: list[Feedback]
+
+
+@api.put("/v1/users/<user_id>/feedback/<path:paper_id>",
+         summary="Like or dislike a paper (replaces an earlier signal).",
+         responses=answers(FeedbackOut, 404, 503))
+def put_feedback(path: UserPaperPath, body: FeedbackBody) -> Reply:
+    now = time.time()
+    # Only papers in the corpus are rated, under the id the paper is stored under (a paper
+    # that arrived twice answers to both ids).
+    paper = components().recommender.paper(path.paper_id)
+    replaced = components().feedback.set(path.user_id, paper.id, body.signal, now)
+    g.feedback_written = body.signal  # counted by service.metrics
+    return reply(FeedbackOut(user_id=path.user_id, paper_id=paper.id, signal=body.signal,
+                             at=round(now, 3), replaced=replaced))
+
+
+@api.delete("/v1/users/<user_id>/feedback/<path:paper_id>",
+            summary="Take a like or dislike back.", responses=answers(None, 404, 503, status=204))
+def delete_feedback(path: UserPaperPath) -> Response:
+    stored = components().corpus.resolve(path.paper_id) or path.paper_id
+    if not components().feedback.remove(path.user_id, stored):
+        raise NotFound(f"user {path.user_id!r} has no feedback on paper {path.paper_id!r}")
+    g.feedback_written = "remove"
+    return Response(status=204)
+
+
+@api.get("/v1/users/<user_id>/feedback", summary="A user's likes and dislikes.",
+         responses=answers(FeedbackList, 503))
+def get_feedback(path: UserPath) -> Reply:
+    items = components().feedback.get(path.user_id)
+    return reply(FeedbackList(user_id=path.user_id, items=items))

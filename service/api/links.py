@@ -1,0 +1,57 @@
+"""The links in digest emails: a page that says what a link does (GET records nothing), and
+its button that does it (no key: the signed token is the credential)."""
+
+from __future__ import annotations
+
+import time
+
+from flask import Response, g
+from pydantic import BaseModel, Field
+
+from recommender.core.errors import PaperrecError
+
+from .. import link_pages
+from ..access import access
+from ..state import components
+from .area import answers, area
+
+api = area(__name__, tag="digests", query_strings=False)  # mail clients add their own
+
+
+class LinkPath(BaseModel):
+    token: str = Field(description="A signed token from a digest email.")
+
+
+@api.get("/v1/links/<token>", responses=answers(None, 403, 404, 410, 503, html=True),
+         summary="Show what a digest email's link would do (records nothing).",
+         description="Mail security scanners fetch every link of an email before its reader "
+                     "sees it, so a GET records nothing. The page names the paper (or the "
+                     "address to unsubscribe) and the action, with a button that POSTs to "
+                     "the same URL.")
+@access("open")
+def show_link(path: LinkPath) -> Response:
+    try:
+        target = components().link_actions.preview(path.token, time.time())
+    except PaperrecError as exc:
+        return link_pages.error(exc)
+    return link_pages.preview(target)
+
+
+@api.post("/v1/links/<token>", responses=answers(None, 403, 404, 410, 503, html=True),
+          summary="Carry out a digest email's link (its page's button; RFC 8058 one-click "
+                  "unsubscribe).",
+          description="Records the like or dislike, or ends the subscription, that the signed "
+                      "token names, and answers with a page saying so; doing it again changes "
+                      "nothing more. The body is not needed and is ignored: the page's button "
+                      "sends none, and a mail client's RFC 8058 one-click unsubscribe sends "
+                      "`List-Unsubscribe=One-Click` (form-urlencoded or multipart). The answer "
+                      "is never a redirect.")
+@access("open")
+def follow_link(path: LinkPath) -> Response:
+    try:
+        target = components().link_actions.follow(path.token, time.time())
+    except PaperrecError as exc:
+        return link_pages.error(exc)
+    if target.claim.action in ("like", "dislike"):
+        g.feedback_written = target.claim.action  # counted by service.metrics
+    return link_pages.done(target)

@@ -1,0 +1,72 @@
+"""Reading lists: a user's ranked list, and why a paper is not on it."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated
+
+from pydantic import Field
+
+from recommender.ranking.recommender import ReadingList
+from recommender.ranking.why_not import WhyNot
+
+from ..state import components
+from .area import Reply, answers, area, reply
+from .shapes import MAX_K, MAX_OFFSET, IsoDate, K, Strict, UserPaperPath, UserPath
+
+api = area(__name__, tag="reading lists")
+
+# The list's settings, shared by the list and why-not (which answers about that list).
+Since = Annotated[IsoDate | None, Field(description="Only papers published on or after.")]
+ExcludeServed = Annotated[bool, Field(description=(
+    "Leave out papers this user was already shown (by default they are pushed down)."))]
+MinProbability = Annotated[float, Field(ge=0, le=1, description=(
+    "Leave out papers less likely than this to be worth reading (the list may then be "
+    "shorter than k; new papers of followed authors and keywords always stay, and a "
+    "list for a user without likes is not cut)."))]
+
+
+class RecommendationsQuery(Strict):
+    k: K = 20
+    offset: int = Field(0, ge=0, le=MAX_OFFSET, description="Skip this many (paging).")
+    diversity: float | None = Field(None, ge=0, le=1, description=(
+        "0 ranks by score alone, 1 spreads the list across the user's interests (MMR)."))
+    since: Since = None
+    exclude_served: ExcludeServed = False
+    min_probability: MinProbability = 0.0
+
+
+class WhyNotQuery(Strict):
+    k: Annotated[int, Field(ge=1, le=MAX_K, description=(
+        f"The length of the list you look at, 1 to {MAX_K}."))] = 20
+    since: Since = None
+    exclude_served: ExcludeServed = False
+    min_probability: MinProbability = 0.0
+
+
+@api.get("/v1/users/<user_id>/recommendations", summary="The user's ranked reading list.",
+         responses=answers(ReadingList, 503))
+def recommendations(path: UserPath, query: RecommendationsQuery) -> Reply:
+    reading_list = components().recommender.recommend(
+        path.user_id, query.k, now=time.time(), offset=query.offset,
+        diversity=query.diversity, since=query.since, exclude_served=query.exclude_served,
+        min_probability=query.min_probability)
+    return reply(reading_list)
+
+
+@api.get("/v1/users/<user_id>/recommendations/why-not/<path:paper_id>",
+         summary="Why a paper is not on the user's list: its rank, its score and what keeps "
+                 "it out.", responses=answers(WhyNot, 404, 503),
+         description="About the list `GET /v1/users/{user_id}/recommendations` gives with "
+                     "the same `k`, `since`, `exclude_served` and `min_probability`, "
+                     "ordered by score (diversity 0). Blockers: `liked`, `disliked`, "
+                     "`muted`, `served_excluded`, `before_since`, `below_min_probability`, "
+                     "and when it ranks below k, `outranked` (with the gap to the k-th "
+                     "item) and `close_to_disliked`. Records nothing as served. 404 for a "
+                     "paper not in the corpus or not indexed yet (the message says to run "
+                     "`paperrec rebuild-index`).")
+def why_not(path: UserPaperPath, query: WhyNotQuery) -> Reply:
+    answer = components().recommender.why_not(
+        path.user_id, path.paper_id, now=time.time(), k=query.k, since=query.since,
+        exclude_served=query.exclude_served, min_probability=query.min_probability)
+    return reply(answer)

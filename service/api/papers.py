@@ -1,0 +1,72 @@
+"""Papers: one paper, the papers close to it in content, and semantic search."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from recommender.core.ids import PaperId
+from recommender.ranking.explain import Recommendation
+
+from ..state import components
+from .area import Reply, answers, area, reply
+from .shapes import Answer, K, PaperPath, Strict
+
+api = area(__name__, tag="papers")
+
+
+class KQuery(Strict):
+    k: K = 10
+
+
+class SearchQuery(Strict):
+    # One character that no regex dialect (JSON Schema's, pydantic's, Python's strip) counts
+    # as space or control: the text is not blank for any of them.
+    q: str = Field(min_length=1, max_length=1000, pattern=r"[^\s\x00-\x20\x7f-\xa0\ufeff]",
+                   description="a search text with a visible character, at most 1000 "
+                               "characters",
+                   json_schema_extra={"example": "federated learning with noisy labels"})
+    k: K = 10
+
+
+class PaperOut(BaseModel):
+    """A paper as the API shows it (recommender.core.papers.Paper, without what is internal)."""
+
+    id: PaperId
+    title: str
+    abstract: str
+    authors: list[str]
+    year: int | None
+    date: str | None
+    url: str | None
+    code_urls: list[str]
+    categories: list[str]
+
+
+class SimilarPapers(Answer):
+    paper_id: PaperId
+    items: list[Recommendation]
+
+
+class SearchResults(Answer):
+    query: str
+    items: list[Recommendation]
+
+
+@api.get("/v1/papers/<path:paper_id>/similar", summary="Papers close in content.",
+         responses=answers(SimilarPapers, 404, 503))
+def similar(path: PaperPath, query: KQuery) -> Reply:
+    items = components().recommender.similar(path.paper_id, query.k)
+    return reply(SimilarPapers(paper_id=path.paper_id, items=items))
+
+
+@api.get("/v1/papers/<path:paper_id>", summary="One paper.", responses=answers(PaperOut, 404))
+def paper(path: PaperPath) -> Reply:
+    found = components().recommender.paper(path.paper_id)
+    return reply(PaperOut.model_validate(found, from_attributes=True))
+
+
+@api.get("/v1/search", summary="Semantic search over titles and abstracts.",
+         responses=answers(SearchResults, 503))
+def search(query: SearchQuery) -> Reply:
+    items = components().recommender.search(query.q, query.k)
+    return reply(SearchResults(query=query.q.strip(), items=items))
