@@ -14,7 +14,7 @@ from recommender import wiring
 from recommender.core.config import Settings
 from recommender.wiring import Paperrec
 
-from . import metrics, web
+from . import metrics, request_limits, web
 from .api import (
     account,
     digests,
@@ -46,12 +46,11 @@ def create_app(settings: Settings | None = None, parts: Paperrec | None = None) 
     # failure: ``refuse``, a 400 in our words) and writes the document from them.
     app = OpenAPI(__name__, info=INFO, doc_ui=False, validation_error_status=400,
                   validation_error_model=ErrorOut, validation_error_callback=refuse)
-    app.json.sort_keys = False  # type: ignore[attr-defined]
-    app.json.ensure_ascii = False  # type: ignore[attr-defined]
     app.extensions[EXTENSION] = parts
     parts.index.refresh()  # a missing or damaged index is logged at start, not on first use
     _log_requests(app)  # first: every request is timed and logged, refused ones too
     metrics.instrument(app)  # counted too, before the API keys are checked
+    request_limits.install(app)  # before any hook that reads a body (the CSRF check)
     # The API, one blueprint per area (service/api); each area's line here.
     api = [health.api, papers.api, feedback.api, library.api, rules.api, lists.api,
            digests.api, links.api, feeds.api, account.api]
