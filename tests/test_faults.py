@@ -480,8 +480,8 @@ def resp(*words: str) -> bytes:
         f"${len(w.encode())}\r\n{w}\r\n".encode() for w in words)
 
 
-def test_an_embedded_redis_that_cannot_start_gives_503s_that_say_why_until_repaired(
-    data_dir: Path, namespace: str
+def test_an_embedded_redis_that_cannot_start_gives_503s_and_logs_why_until_repaired(
+    data_dir: Path, namespace: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     paper = paper_ids(data_dir)[0]
     keys = RedisKeys(namespace)
@@ -495,7 +495,9 @@ def test_an_embedded_redis_that_cannot_start_gives_503s_that_say_why_until_repai
         started = time.monotonic()
         response = client.get("/readyz")
         assert response.status_code == 503 and response.headers["Retry-After"]
-        assert "append only file" in response.json["error"]["message"]
+        message = response.json["error"]["message"]
+        assert "unreachable" in message and str(data_dir) not in message  # no inner paths
+        assert "append only file" in caplog.text  # the operator's log says why
         assert time.monotonic() - started < 5  # not a new server per request
         assert client.get("/healthz").status_code == 200
 

@@ -16,6 +16,7 @@ twice leaves the same state; a dead cluster still answers 503 within seconds.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -26,6 +27,8 @@ from redis.exceptions import RedisClusterException
 from redis.retry import Retry
 
 from recommender.core.errors import StoreUnavailable
+
+log = logging.getLogger("paperrec.redis")
 
 SOCKET_TIMEOUT = 3.0  # seconds to wait for a reply
 CONNECT_TIMEOUT = 1.0  # seconds to wait for a connection
@@ -57,11 +60,14 @@ REDIS_FAILURES = (redis.RedisError, RedisClusterException)
 
 @contextmanager
 def redis_errors() -> Iterator[None]:
+    # What Redis said (a socket path, a host, a command) goes to the log, for the operator;
+    # the answer a reader gets says only what to do.
     try:
         yield
     except (redis.ConnectionError, redis.TimeoutError) as exc:
+        log.warning("Redis unreachable: %s", exc)
         raise StoreUnavailable(
-            f"the feedback store (Redis) is unreachable: {exc}; retry shortly"
-        ) from exc
+            "the feedback store (Redis) is unreachable; retry shortly") from exc
     except REDIS_FAILURES as exc:
-        raise StoreUnavailable(f"the feedback store (Redis) failed: {exc}") from exc
+        log.warning("Redis failed: %s", exc)
+        raise StoreUnavailable("the feedback store (Redis) failed; retry shortly") from exc
