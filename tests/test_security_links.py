@@ -7,6 +7,7 @@ and in the API: ``Paper`` keeps no other (``recommender.core.papers.web_url``, t
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
@@ -57,3 +58,17 @@ def test_an_uploaded_javascript_link_reaches_no_page_api_or_feed(
         body = reader.get(urlsplit(feed).path).text.lower()
         assert "federated learning with noisy labels" in body  # the uploads are in it
         assert "javascript:" not in body and "data:" not in body and "vbscript:" not in body
+
+
+def test_a_csl_json_field_that_is_not_text_rejects_its_entry_only() -> None:
+    from recommender.corpus.library import parse_library
+
+    text = json.dumps([{"id": "a", "title": {"$gt": ""}}, {"id": "b", "title": ["x", "y"]},
+                       {"id": "c", "title": "A real title", "URL": {"javascript": 1}},
+                       {"id": "d", "title": "Graph nets"}])
+    parsed = parse_library(text, "csl-json")
+    assert [entry.paper.title for entry in parsed.entries] == ["Graph nets"]
+    assert [(r.label, r.reason) for r in parsed.rejected] == [
+        ("a", "title must be text, as CSL-JSON has it"),
+        ("b", "title must be text, as CSL-JSON has it"),
+        ("c", "URL must be text, as CSL-JSON has it")]

@@ -281,6 +281,11 @@ def _ris(text: str) -> ParsedLibrary:
 
 
 # --- CSL-JSON -------------------------------------------------------------------------------
+# CSL-JSON's fields read as text: strings (a number too, as some exports write an id or number).
+_CSL_TEXT_FIELDS = ("id", "title", "abstract", "DOI", "URL", "number", "container-title",
+                    "archive_location", "note")
+
+
 def _csl_json(text: str) -> ParsedLibrary:
     try:
         items = json.loads(text)
@@ -295,6 +300,13 @@ def _csl_json(text: str) -> ParsedLibrary:
         if not isinstance(item, dict):
             parsed.rejected.append(LibraryRejection("", index, None,
                                                     "not a CSL-JSON item (a JSON object)"))
+            continue
+        wrong = [name for name in _CSL_TEXT_FIELDS
+                 if item.get(name) is not None and not isinstance(item[name], str | int)]
+        if wrong:  # a title that is an object would be stored as its Python repr
+            parsed.rejected.append(LibraryRejection(
+                str(item.get("id") or "") if isinstance(item.get("id"), str | int) else "",
+                index, None, f"{', '.join(wrong)} must be text, as CSL-JSON has it"))
             continue
         people = item.get("author")
         authors = [str(person.get("literal") or " ".join(
