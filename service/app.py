@@ -31,7 +31,7 @@ from .api.document import docs, document
 from .api.validation import refuse
 from .auth import ApiKeys, require_keys
 from .errors import ErrorOut, register_error_handlers
-from .rate_limit import Limit, RateLimiter
+from .rate_limit import Limit, RateLimiter, limits_storage
 from .state import EXTENSION
 
 log = logging.getLogger("paperrec.requests")
@@ -57,10 +57,11 @@ def create_app(settings: Settings | None = None, parts: Paperrec | None = None) 
     for area in api:
         app.register_api(area)
     app.register_blueprint(docs)
-    web.install(app, parts, exempt=[*api, docs])  # the pages, with their session and CSRF
+    rate_limits = limits_storage(parts.redis, parts.keys, settings.redis_url)
+    web.install(app, parts, rate_limits, exempt=[*api, docs])  # with session, CSRF, limits
     keys = ApiKeys.parse(settings.api_keys, settings.api_keys_file)
     limit = Limit.parse(settings.rate_limit)
-    limiter = RateLimiter(parts.redis, parts.keys, limit) if limit else None
+    limiter = RateLimiter(rate_limits, limit) if limit else None
     require_keys(app, keys, limiter)
     app.config["PAPERREC_OPENAPI"] = document(app, secured=bool(keys))
     register_error_handlers(app)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import time
 from dataclasses import dataclass
 
 from flask import Flask, Response, g, request
@@ -68,7 +67,7 @@ def require_keys(app: Flask, keys: ApiKeys, limiter: RateLimiter | None) -> None
         if needed == "admin" and role != "admin":
             raise Forbidden("this needs an admin API key")
         if limiter is not None:
-            decision = limiter.hit(key_id, time.time())
+            decision = limiter.hit(key_id)
             g.rate_limit = (limiter.limit.requests, decision.remaining)
             if not decision.allowed:
                 raise RateLimited(f"more than {limiter.limit} requests with this API key; "

@@ -7,8 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
-from implicit.cpu.als import AlternatingLeastSquares
 
 from recommender.ranking.collaborative import DEFAULT_FACTORS, CollaborativeModel
 
@@ -75,21 +73,18 @@ def test_unknown_item_ids_are_ignored(model: CollaborativeModel) -> None:
     assert np.array_equal(model.scores_for(["A0", "nope", "A1"]), model.scores_for(["A0", "A1"]))
 
 
-def test_fold_in_matches_implicits_own_recalculate_user(model: CollaborativeModel) -> None:
-    als = AlternatingLeastSquares(
-        factors=model.item_factors.shape[1],
-        regularization=model.regularization,
-        alpha=model.alpha,
-    )
-    als.item_factors = model.item_factors
-    for liked in (["A0", "A1", "A2", "A3", "A4"], ["B3"], ["A0", "B0", "B5"]):
-        columns = sorted(model.item_ids.index(item) for item in liked)
-        row = sp.csr_matrix(
-            (np.ones(len(columns), dtype=np.float32), ([0] * len(columns), columns)),
-            shape=(1, len(model.item_ids)),
-        )
-        expected = model.item_factors @ als.recalculate_user(0, row)
-        assert np.allclose(model.scores_for(liked), expected, rtol=1e-4, atol=1e-5)
+def test_fold_in_solves_the_als_equations_of_the_current_likes(model: CollaborativeModel) -> None:
+    """implicit 0.7's confidence: a like weighs ``alpha`` (not ``1 + alpha``), every other cell
+    1 with preference 0; so a user with likes ``L`` has the factor ``x`` of
+    ``(YᵀY + regularization·I + (alpha - 1)·Y_Lᵀ Y_L) x = alpha · Σ_{i in L} y_i``, solved here
+    in float64 (as paperrec did by hand before it called ``recalculate_user``)."""
+    factors = model.item_factors.astype(np.float64)
+    regularization, alpha = model.als.regularization, model.als.alpha
+    gram = factors.T @ factors + regularization * np.eye(factors.shape[1])
+    for liked in (["A0", "A1", "A2", "A3", "A4"], ["B3"], ["A0", "B0", "B5", "B5"]):
+        rows = factors[sorted({model.item_ids.index(item) for item in liked})]
+        user = np.linalg.solve(gram + (alpha - 1.0) * rows.T @ rows, alpha * rows.sum(axis=0))
+        assert np.allclose(model.scores_for(liked), factors @ user, rtol=1e-4, atol=1e-5)
 
 
 def test_item_likes_count_the_training_likes(model: CollaborativeModel) -> None:
@@ -102,8 +97,11 @@ def test_item_likes_count_the_training_likes(model: CollaborativeModel) -> None:
 def test_save_and_load_round_trip_without_pickle(model: CollaborativeModel, tmp_path: Path) -> None:
     folder = tmp_path / "cf"
     model.save(folder)
-    assert {path.suffix for path in folder.iterdir()} == {".npy", ".json"}
+    assert {path.suffix for path in folder.iterdir()} == {".npz", ".npy", ".json"}
     assert not [path for path in folder.iterdir() if path.name.startswith(".")]
+    with np.load(folder / "als.npz", allow_pickle=False) as saved:  # implicit's own save
+        assert np.array_equal(saved["item_factors"], model.item_factors)
+        assert all(saved[key].dtype != object for key in saved.files)  # read unpickled
     loaded = CollaborativeModel.load(folder)
     assert loaded.item_ids == model.item_ids and loaded.user_ids == model.user_ids
     assert np.array_equal(loaded.item_likes, model.item_likes)
@@ -113,6 +111,20 @@ def test_save_and_load_round_trip_without_pickle(model: CollaborativeModel, tmp_
     assert meta["n_users"] == 80 and meta["n_items"] == 20 and meta["factors"] == DEFAULT_FACTORS
     for key in ("regularization", "alpha", "iterations", "seed", "n_likes", "trained_at"):
         assert key in meta
+
+
+def test_a_version_saved_before_als_npz_still_loads(model: CollaborativeModel,
+                                                    tmp_path: Path) -> None:
+    """Versions published before paperrec kept implicit's own file: factors in two .npy files,
+    the ALS parameters in meta.json. They serve the same scores until the next train."""
+    folder = tmp_path / "cf"
+    model.save(folder)
+    (folder / "als.npz").unlink()
+    np.save(folder / "item_factors.npy", model.item_factors)
+    np.save(folder / "user_factors.npy", np.asarray(model.als.user_factors))
+    loaded = CollaborativeModel.load(folder)
+    for liked in (["A0", "A1"], ["B7"], []):
+        assert np.array_equal(loaded.scores_for(liked), model.scores_for(liked))
 
 
 def test_fit_is_deterministic_for_a_fixed_seed() -> None:

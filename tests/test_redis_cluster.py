@@ -204,6 +204,22 @@ def test_sign_in_and_erasure_on_a_cluster(
                    for b in range(BUCKETS))
 
 
+def test_api_keys_are_rate_limited_on_a_cluster(
+    cluster: Cluster, sample_settings: Settings, make_app: Callable[[Settings], Flask],
+) -> None:
+    """limits keeps its own cluster client (service/rate_limit.py): counted there all the same,
+    by every worker."""
+    limited = sample_settings.replace(redis_url=cluster.url, rate_limit="2/minute",
+                                      api_keys="client:client-key-0123456789")
+    workers = [make_app(limited).test_client() for _ in range(2)]
+    answers = [workers[turn % 2].get("/v1/users/ada/feedback",
+                                     headers={"Authorization": "Bearer client-key-0123456789"})
+               for turn in range(3)]
+    assert [(a.status_code, a.headers.get("X-RateLimit-Remaining")) for a in answers] == [
+        (200, "1"), (200, "0"), (429, "0")]
+    assert 1 <= int(answers[2].headers["Retry-After"]) <= 60
+
+
 def test_a_cluster_url_names_its_nodes(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="host:port"):
         connect(Settings(data_dir=tmp_path, redis_url="redis+cluster://127.0.0.1/0"))

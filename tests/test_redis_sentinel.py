@@ -15,6 +15,7 @@ from recommender.core.errors import InvalidInput
 from recommender.feedback.store import FeedbackStore
 from recommender.storage.redis_client import connect
 from recommender.storage.redis_keys import RedisKeys
+from service.rate_limit import Limit, RateLimiter, limits_storage
 from tests.servers import free_port, redis_server_binary
 
 
@@ -54,6 +55,15 @@ def test_feedback_goes_to_the_primary_the_sentinels_name(sentinel_url: str,
     store.set("ada", "p1", "like", 1.0)
     assert [(f.paper_id, f.signal) for f in store.get("ada")] == [("p1", "like")]
     assert client.info("replication")["role"] == "master"
+
+
+def test_rate_limits_count_on_the_primary_the_sentinels_name(sentinel_url: str,
+                                                              tmp_path: Path) -> None:
+    client = connect(Settings(data_dir=tmp_path, redis_url=sentinel_url))
+    keys = RedisKeys("sentinel-test")
+    limiter = RateLimiter(limits_storage(client, keys, sentinel_url), Limit(2, 60))
+    assert [limiter.hit("key-1").allowed for _ in range(3)] == [True, True, False]
+    assert client.keys(f"{keys.rate_limits}:*")  # through the app's own connections
 
 
 @pytest.mark.parametrize("url", ["redis+sentinel://", "redis+sentinel://127.0.0.1:26379"])

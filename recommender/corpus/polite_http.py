@@ -7,21 +7,38 @@ network errors, 5xx and the statuses in ``always_retried`` back off exponentiall
 (``backoff``, doubled each attempt) for at most ``retries`` retries; any other 4xx stops at
 once (asking again will not help). After the last attempt ``HarvestFailed`` says what was
 asked and what came back, and that what was stored is kept.
+
+The attempts are tenacity's (``Retrying``: a stop, a wait, which failures are retried), the
+Retry-After header is read by urllib3's ``Retry.parse_retry_after``. An overall deadline is
+one more stop condition (``stop_after_delay``), a size cap one more check in ``_attempt``.
+
+Why not urllib3's ``Retry`` mounted on the session (``HTTPAdapter(max_retries=...)``): it
+retries inside one ``session.get``, below the politeness delay, and its first retry is
+immediate (urllib3 2.8's ``get_backoff_time`` is 0 after one error), so a server that has just
+failed would be asked again at once, not ``delay`` (arXiv: 3 s) or ``backoff`` (5 s) later.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
-from email.utils import parsedate_to_datetime
+from collections.abc import Mapping
 
 import requests
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential,
+)
+from urllib3.exceptions import InvalidHeader
+from urllib3.util import Retry
 
 from recommender.core.errors import PaperrecError
 
 TIMEOUT_SECONDS = 60
 BACKOFF_SECONDS = 5.0  # first wait after a failed request; doubled each time
-MAX_WAIT_SECONDS = 600.0  # a longer Retry-After, or backoff, is cut to this
+MAX_WAIT_SECONDS = 600  # a longer Retry-After, or backoff, is cut to this
 
 
 class HarvestFailed(PaperrecError):
@@ -29,6 +46,16 @@ class HarvestFailed(PaperrecError):
 
     code = "harvest_failed"
     status = 502
+
+
+class _Failed(Exception):
+    """One attempt's failure, in words (``HTTP 500 Internal Server Error``)."""
+
+
+class _Retryable(_Failed):
+    def __init__(self, problem: str, retry_after: float | None = None) -> None:
+        super().__init__(problem)
+        self.retry_after = retry_after  # seconds the server asked us to wait, if it did
 
 
 class PoliteClient:
@@ -39,10 +66,10 @@ class PoliteClient:
     always_retried: tuple[int, ...] = ()  # 4xx statuses retried even without Retry-After
 
     def __init__(self, base_url: str, delay: float, retries: int,
-                 backoff: float = BACKOFF_SECONDS,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
-        self.base_url, self.delay, self.retries, self.backoff = base_url, delay, retries, backoff
-        self._sleep = sleep
+                 backoff: float = BACKOFF_SECONDS) -> None:
+        self.base_url, self.delay, self.retries = base_url, delay, retries
+        self._backoff = wait_exponential(multiplier=backoff, max=MAX_WAIT_SECONDS)
+        self._retry_after = Retry(retry_after_max=MAX_WAIT_SECONDS)
         self._session = requests.Session()
         self._session.headers["User-Agent"] = self.user_agent
         self._last_request = -float("inf")
@@ -53,43 +80,49 @@ class PoliteClient:
 
     def get(self, url: str, params: Mapping[str, str]) -> bytes:
         """The body of a 200 answer to GET ``url?params``; HarvestFailed after the retries."""
-        problem, wait = "", 0.0
-        for attempt in range(self.retries + 1):
-            if attempt:
-                self._sleep(min(wait, MAX_WAIT_SECONDS))
-            self._sleep(max(0.0, self._last_request + self.delay - time.monotonic()))
-            self._last_request = time.monotonic()
-            self.requests += 1
-            wait = self.backoff * 2 ** attempt
-            try:
-                response = self._session.get(url, params=dict(params), timeout=TIMEOUT_SECONDS)
-            except requests.RequestException as exc:
-                problem = f"{type(exc).__name__}: {exc}"[:300]
-                continue
-            if response.status_code == 200:
-                return response.content
-            problem = f"HTTP {response.status_code} {response.reason}"
-            if (response.status_code in self.retry_after_statuses
-                    and response.headers.get("Retry-After")):
-                wait = retry_after(response.headers["Retry-After"], wait)
-                continue
-            if response.status_code < 500 and response.status_code not in self.always_retried:
-                break  # our request is wrong: asking again will not help
-        raise HarvestFailed(
-            f"{url} did not answer {shown(params)} after {attempt + 1} "
-            f"attempts ({problem}); everything harvested before is stored, so run the same "
-            f"command again later to continue from there")
+        before = self.requests
+        retrying = Retrying(stop=stop_after_attempt(self.retries + 1), wait=self._wait,
+                            retry=retry_if_exception_type(_Retryable), reraise=True)
+        try:
+            return retrying(self._attempt, url, params)
+        except _Failed as exc:
+            raise HarvestFailed(
+                f"{url} did not answer {shown(params)} after {self.requests - before} "
+                f"attempts ({exc}); everything harvested before is stored, so run the same "
+                f"command again later to continue from there") from None
 
+    def _attempt(self, url: str, params: Mapping[str, str]) -> bytes:
+        time.sleep(max(0.0, self._last_request + self.delay - time.monotonic()))
+        self._last_request = time.monotonic()
+        self.requests += 1
+        try:
+            response = self._session.get(url, params=dict(params), timeout=TIMEOUT_SECONDS)
+        except requests.RequestException as exc:
+            raise _Retryable(f"{type(exc).__name__}: {exc}"[:300]) from None
+        status = response.status_code
+        if status == 200:
+            return response.content
+        problem = f"HTTP {status} {response.reason}"
+        if status in self.retry_after_statuses and response.headers.get("Retry-After"):
+            raise _Retryable(problem, self._seconds(response.headers["Retry-After"]))
+        if status >= 500 or status in self.always_retried:
+            raise _Retryable(problem)
+        raise _Failed(problem)  # our request is wrong: asking again will not help
 
-def retry_after(value: str, default: float) -> float:
-    """Seconds of a Retry-After header (a number of seconds or an HTTP date)."""
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError):
-        return default
+    def _wait(self, state: RetryCallState) -> float:
+        """Retry-After when the server sent one, else the backoff of this attempt."""
+        failure = state.outcome.exception() if state.outcome else None
+        if isinstance(failure, _Retryable) and failure.retry_after is not None:
+            return failure.retry_after
+        return self._backoff(state)
+
+    def _seconds(self, retry_after: str) -> float | None:
+        """A Retry-After header (seconds or an HTTP date) in seconds, at most
+        MAX_WAIT_SECONDS; None when it is neither (the backoff is waited then)."""
+        try:
+            return self._retry_after.parse_retry_after(retry_after.strip())
+        except InvalidHeader:
+            return None
 
 
 def shown(params: Mapping[str, str]) -> str:

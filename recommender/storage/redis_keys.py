@@ -102,10 +102,12 @@ class RedisKeys:
         """String with expiry: held by the one digest job running."""
         return f"{self.namespace}:digest-lock"
 
-    def rate(self, identity: str, window: int) -> str:
-        """Counter with expiry: requests of one API key (or sign-in emails of one address or
-        client, ``sign-in-address:…``, ``sign-in-client:…``) in one rate-limit window."""
-        return f"{self.namespace}:rate:{identity}:{window}"
+    @property
+    def rate_limits(self) -> str:
+        """Prefix of the rate-limit counters (``limits``' keys after it): counters with expiry
+        of the requests of one API key (or sign-in emails of one address or client,
+        ``sign-in-address:…``, ``sign-in-client:…``) in one window (service/rate_limit.py)."""
+        return f"{self.namespace}:rate"
 
     def web_session(self, session_hash: str) -> str:
         """String with expiry: JSON of one browser session (service/web/sessions.py), keyed by

@@ -2,9 +2,9 @@
 digest, your data. Server-rendered templates (service/templates), one stylesheet and one small
 script (service/static); every action is a plain form that works without the script.
 
-``install(app, parts)`` adds them to the app: the server-side session, CSRF protection of
-every form (the JSON API, which uses API keys, is exempt), the security headers, the error
-pages.
+``install(app, parts, rate_limits)`` adds them to the app: the server-side session, CSRF
+protection of every form (the JSON API, which uses API keys, is exempt), the security headers,
+the error pages, the limits on sign-in emails.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import hmac
 
 from flask import Blueprint, Flask, session
 from flask_wtf.csrf import CSRFProtect
+from limits.storage import Storage
 
 from recommender.core.errors import StoreUnavailable
 from recommender.wiring import Paperrec
@@ -32,9 +33,10 @@ from .blueprint import web
 from .sessions import COOKIE, RedisSessionInterface, WebSession
 
 
-def install(app: Flask, parts: Paperrec, exempt: list[Blueprint]) -> CSRFProtect:
-    """Add the web pages to ``app``; ``exempt``: the blueprints CSRF protection leaves alone
-    (the JSON API's)."""
+def install(app: Flask, parts: Paperrec, rate_limits: Storage,
+            exempt: list[Blueprint]) -> CSRFProtect:
+    """Add the web pages to ``app``; ``rate_limits``: where the sign-in emails are counted;
+    ``exempt``: the blueprints CSRF protection leaves alone (the JSON API's)."""
     settings = parts.settings
     secret = parts.secret
     app.secret_key = hmac.new(secret, b"paperrec.web-session", hashlib.sha256).hexdigest()
@@ -47,8 +49,8 @@ def install(app: Flask, parts: Paperrec, exempt: list[Blueprint]) -> CSRFProtect
     app.extensions[EXTENSION] = WebParts(
         sign_in_links=SignInLinks(secret, parts.redis, parts.keys),
         sessions=sessions,
-        per_address=RateLimiter(parts.redis, parts.keys, SIGN_IN_PER_ADDRESS),
-        per_client=RateLimiter(parts.redis, parts.keys, SIGN_IN_PER_CLIENT),
+        per_address=RateLimiter(rate_limits, SIGN_IN_PER_ADDRESS),
+        per_client=RateLimiter(rate_limits, SIGN_IN_PER_CLIENT),
     )
     csrf = CSRFProtect(app)
     for blueprint in exempt:

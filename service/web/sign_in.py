@@ -53,12 +53,10 @@ def ask_for_link() -> Response:
     except InvalidInput as exc:
         return page("sign_in.html", status=400, next=target, error=exc.message,
                     address=address[:254])
-    now = time.time()
-    _limit(web_parts().per_client, f"sign-in-client:{request.remote_addr or 'unknown'}", now,
+    _limit(web_parts().per_client, f"sign-in-client:{request.remote_addr or 'unknown'}",
            "from your network")
     hashed = hashlib.sha256(email_address.encode()).hexdigest()[:24]  # no address in a key
-    _limit(web_parts().per_address, f"sign-in-address:{hashed}", now,
-           "for this address")
+    _limit(web_parts().per_address, f"sign-in-address:{hashed}", "for this address")
     parts = components()
     token = web_parts().sign_in_links.sign(email_address)
     link = parts.settings.public_url + url_for("web.open_link", token=token, next=target)
@@ -100,8 +98,8 @@ def sign_out() -> Response:
     return redirect(url_for("web.sign_in", signed_out=1), code=303)  # type: ignore[return-value]
 
 
-def _limit(limiter: RateLimiter, identity: str, now: float, where: str) -> None:
-    decision = limiter.hit(identity, now)
+def _limit(limiter: RateLimiter, identity: str, where: str) -> None:
+    decision = limiter.hit(identity)
     if not decision.allowed:
         minutes = max(1, round(decision.retry_after / 60))
         raise RateLimited(f"too many sign-in emails {where}; try again in about "
