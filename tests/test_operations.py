@@ -255,3 +255,16 @@ def test_a_broken_bibtex_entry_is_reported_once_in_our_words(
     assert err == (f"{library}:line 1: broken: malformed BibTeX entry: Expected comma after "
                    f"entry key, but found =\n")
     assert not [r for r in caplog.records if r.name.startswith("bibtexparser")]
+
+
+def test_trains_progress_bar_says_what_it_counts(
+    sample_settings: Settings, client: FlaskClient, like: Like, paper_ids_about: PapersAbout,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    use(sample_settings, monkeypatch)
+    for user, paper in zip(("ada", "bob"), paper_ids_about(sample_settings, "federated"),
+                           strict=False):
+        like(client, user, paper)
+    code, out, err = run(capsys, "train")
+    assert code == 0 and out.startswith("train: published collaborative model version")
+    assert "training ALS: 100%" in err and "iteration" in err

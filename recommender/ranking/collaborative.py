@@ -26,6 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 from implicit.cpu.als import AlternatingLeastSquares
 from threadpoolctl import threadpool_limits
+from tqdm import tqdm
 
 from recommender.ranking.calibration import DEFAULT as DEFAULT_CALIBRATION
 from recommender.ranking.calibration import Calibration
@@ -101,7 +102,11 @@ class CollaborativeModel:
                 iterations=iterations,
                 random_state=seed,
             )
-            als.fit(matrix, show_progress=progress)
+            # implicit's own bar has no label: ours says what the iterations are.
+            with tqdm(total=iterations, desc="training ALS", unit="iteration",
+                      disable=not progress) as bar:
+                als.fit(matrix, show_progress=False,
+                        callback=lambda _iteration, _seconds, _loss: bar.update(1))
         meta = {
             "factors": factors,
             "regularization": regularization,
