@@ -9,6 +9,7 @@ import uuid
 
 from flask import Flask, Response, g, request
 from flask_openapi3 import Info, OpenAPI
+from werkzeug.middleware.proxy_fix import ProxyFix
 
 from recommender import wiring
 from recommender.core.config import Settings
@@ -51,6 +52,9 @@ def create_app(settings: Settings | None = None, parts: Paperrec | None = None) 
     _log_requests(app)  # first: every request is timed and logged, refused ones too
     metrics.instrument(app)  # counted too, before the API keys are checked
     request_limits.install(app)  # before any hook that reads a body (the CSRF check)
+    if settings.trusted_proxies:  # the client's address, as the proxies in front saw it
+        n = settings.trusted_proxies
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n)  # type: ignore[method-assign]
     # The API, one blueprint per area (service/api); each area's line here.
     api = [health.api, papers.api, feedback.api, library.api, rules.api, lists.api,
            digests.api, links.api, feeds.api, account.api]

@@ -234,6 +234,11 @@ class Settings(BaseSettings):
         "", validation_alias="PAPERREC_API_KEYS_FILE",
         description="a file of role:key lines (# comments), instead of or beside "
                     "PAPERREC_API_KEYS")
+    trusted_proxies: int = Field(
+        0, ge=0, le=5, validation_alias="PAPERREC_TRUSTED_PROXIES",
+        description="reverse proxies in front of the service that set X-Forwarded-For, "
+                    "-Proto and -Host (1 behind one nginx or Caddy); 0: those headers are "
+                    "ignored, the client is the connection's address")
     rate_limit: Annotated[str, _checked_by(parse_rate_limit)] = Field(
         "6000/minute", validation_alias="PAPERREC_RATE_LIMIT",
         description="requests per API key: N/second, N/minute or N/hour, or off")

@@ -28,7 +28,14 @@ from . import (  # noqa: F401  (each declares its views on the blueprint)
     reading,
     sign_in,
 )
-from .accounts import EXTENSION, SIGN_IN_PER_ADDRESS, SIGN_IN_PER_CLIENT, SignInLinks, WebParts
+from .accounts import (
+    EXTENSION,
+    SIGN_IN_OVERALL,
+    SIGN_IN_PER_ADDRESS,
+    SIGN_IN_PER_CLIENT,
+    SignInLinks,
+    WebParts,
+)
 from .blueprint import web
 from .sessions import COOKIE, RedisSessionInterface, WebSession
 
@@ -51,6 +58,7 @@ def install(app: Flask, parts: Paperrec, rate_limits: Storage,
         sessions=sessions,
         per_address=RateLimiter(rate_limits, SIGN_IN_PER_ADDRESS),
         per_client=RateLimiter(rate_limits, SIGN_IN_PER_CLIENT),
+        overall=RateLimiter(rate_limits, SIGN_IN_OVERALL),
     )
     csrf = CSRFProtect(app)
     for blueprint in exempt:

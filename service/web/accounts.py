@@ -118,6 +118,9 @@ EXTENSION = "paperrec.web"
 # (several people behind one NAT), per hour; both counted in Redis like the API's limits.
 SIGN_IN_PER_ADDRESS = Limit(5, 3600)
 SIGN_IN_PER_CLIENT = Limit(20, 3600)
+# All sign-in emails together, so that many clients cannot make the service a mail cannon; a
+# client that floods is stopped by its own limit long before this one.
+SIGN_IN_OVERALL = Limit(1000, 3600)
 
 
 @dataclass(frozen=True)
@@ -126,6 +129,7 @@ class WebParts:
     sessions: RedisSessionInterface
     per_address: RateLimiter
     per_client: RateLimiter
+    overall: RateLimiter
 
 
 def web_parts() -> WebParts:

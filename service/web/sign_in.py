@@ -57,6 +57,7 @@ def ask_for_link() -> Response:
            "from your network")
     hashed = hashlib.sha256(email_address.encode()).hexdigest()[:24]  # no address in a key
     _limit(web_parts().per_address, f"sign-in-address:{hashed}", "for this address")
+    _limit(web_parts().overall, "sign-in-overall", "just now")
     parts = components()
     token = web_parts().sign_in_links.sign(email_address)
     link = parts.settings.public_url + url_for("web.open_link", token=token, next=target)
