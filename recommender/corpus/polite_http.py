@@ -9,8 +9,13 @@ once (asking again will not help). After the last attempt ``HarvestFailed`` says
 asked and what came back, and that what was stored is kept.
 
 The attempts are tenacity's (``Retrying``: a stop, a wait, which failures are retried), the
-Retry-After header is read by urllib3's ``Retry.parse_retry_after``. An overall deadline is
-one more stop condition (``stop_after_delay``), a size cap one more check in ``_attempt``.
+Retry-After header is read by urllib3's ``Retry.parse_retry_after``.
+
+Bounded, whatever the server does: an answer is read as it arrives and refused past
+``MAX_RESPONSE_BYTES`` (an endless answer took a harvest to 3 GB in 7.5 s) or past
+``REQUEST_SECONDS`` (a server sending a byte every 20 s never tripped the per-read timeout),
+and the whole harvest stops at its ``deadline`` (HarvestFailed: what was stored is kept and
+the next run continues from there), so the scheduled jobs behind it are not held up.
 
 Why not urllib3's ``Retry`` mounted on the session (``HTTPAdapter(max_retries=...)``): it
 retries inside one ``session.get``, below the politeness delay, and its first retry is
@@ -36,9 +41,12 @@ from urllib3.util import Retry
 
 from recommender.core.errors import PaperrecError
 
-TIMEOUT_SECONDS = 60
+TIMEOUT_SECONDS = 60  # to connect, and between two reads
+REQUEST_SECONDS = 300  # to read one whole answer
+MAX_RESPONSE_BYTES = 128 * 2**20  # an OAI-PMH page or 1,000 OpenReview notes: a few MB
 BACKOFF_SECONDS = 5.0  # first wait after a failed request; doubled each time
 MAX_WAIT_SECONDS = 600  # a longer Retry-After, or backoff, is cut to this
+DEADLINE_SECONDS = 3 * 3600  # one harvest's whole run, retries and waits included
 
 
 class HarvestFailed(PaperrecError):
@@ -66,8 +74,12 @@ class PoliteClient:
     always_retried: tuple[int, ...] = ()  # 4xx statuses retried even without Retry-After
 
     def __init__(self, base_url: str, delay: float, retries: int,
-                 backoff: float = BACKOFF_SECONDS) -> None:
+                 backoff: float = BACKOFF_SECONDS, deadline: float = DEADLINE_SECONDS,
+                 max_bytes: int = MAX_RESPONSE_BYTES,
+                 request_seconds: float = REQUEST_SECONDS) -> None:
         self.base_url, self.delay, self.retries = base_url, delay, retries
+        self.deadline, self.max_bytes, self.request_seconds = deadline, max_bytes, request_seconds
+        self._started: float | None = None  # the first request's time: the deadline's start
         self._backoff = wait_exponential(multiplier=backoff, max=MAX_WAIT_SECONDS)
         self._retry_after = Retry(retry_after_max=MAX_WAIT_SECONDS)
         self._session = requests.Session()
@@ -81,6 +93,8 @@ class PoliteClient:
     def get(self, url: str, params: Mapping[str, str]) -> bytes:
         """The body of a 200 answer to GET ``url?params``; HarvestFailed after the retries."""
         before = self.requests
+        if self._started is None:
+            self._started = time.monotonic()
         retrying = Retrying(stop=stop_after_attempt(self.retries + 1), wait=self._wait,
                             retry=retry_if_exception_type(_Retryable), reraise=True)
         try:
@@ -93,15 +107,18 @@ class PoliteClient:
 
     def _attempt(self, url: str, params: Mapping[str, str]) -> bytes:
         time.sleep(max(0.0, self._last_request + self.delay - time.monotonic()))
+        if self._left() <= 0:
+            raise _Failed(f"the harvest's deadline of {self.deadline:g} s has passed")
         self._last_request = time.monotonic()
         self.requests += 1
         try:
-            response = self._session.get(url, params=dict(params), timeout=TIMEOUT_SECONDS)
+            with self._session.get(url, params=dict(params), timeout=TIMEOUT_SECONDS,
+                                   stream=True) as response:
+                status = response.status_code
+                if status == 200:
+                    return self._body(response)
         except requests.RequestException as exc:
             raise _Retryable(f"{type(exc).__name__}: {exc}"[:300]) from None
-        status = response.status_code
-        if status == 200:
-            return response.content
         problem = f"HTTP {status} {response.reason}"
         if status in self.retry_after_statuses and response.headers.get("Retry-After"):
             raise _Retryable(problem, self._seconds(response.headers["Retry-After"]))
@@ -109,12 +126,33 @@ class PoliteClient:
             raise _Retryable(problem)
         raise _Failed(problem)  # our request is wrong: asking again will not help
 
+    def _body(self, response: requests.Response) -> bytes:
+        """The answer as it arrives (``read1``: whatever has come, so a trickle is timed
+        too), refused past ``max_bytes`` or ``request_seconds``."""
+        started, body = time.monotonic(), bytearray()
+        while chunk := response.raw.read1(64 * 1024, decode_content=True):
+            body += chunk
+            if len(body) > self.max_bytes:
+                raise _Failed(f"the answer is larger than {self.max_bytes // 2**20} MB")
+            if time.monotonic() - started > min(self.request_seconds, self._left()):
+                raise _Retryable(f"the answer took more than {self.request_seconds:g} s "
+                                 f"to arrive")
+        return bytes(body)
+
+    def _left(self) -> float:
+        """Seconds left before the harvest's deadline."""
+        started = self._started if self._started is not None else time.monotonic()
+        return self.deadline - (time.monotonic() - started)
+
     def _wait(self, state: RetryCallState) -> float:
-        """Retry-After when the server sent one, else the backoff of this attempt."""
+        """Retry-After when the server sent one, else the backoff of this attempt; never
+        past the deadline (the next attempt then stops the harvest)."""
         failure = state.outcome.exception() if state.outcome else None
         if isinstance(failure, _Retryable) and failure.retry_after is not None:
-            return failure.retry_after
-        return self._backoff(state)
+            wait = failure.retry_after
+        else:
+            wait = self._backoff(state)
+        return max(0.0, min(wait, self._left()))
 
     def _seconds(self, retry_after: str) -> float | None:
         """A Retry-After header (seconds or an HTTP date) in seconds, at most
