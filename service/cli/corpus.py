@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,32 +45,31 @@ def fetch_arxiv(args: argparse.Namespace, settings: Settings) -> int:
         print(f"paperrec fetch arxiv: PAPERREC_ARXIV_CATEGORIES: {exc.message}",
               file=sys.stderr)
         return BAD_ARGUMENTS
-    app = wiring.build(settings)  # only the corpus and the client are made: no Redis, no model
     summary = HarvestSummary()
-    try:
-        app.fetch_arxiv(categories, print_rejection, from_date=args.from_date,
-                        summary=summary, progress=not args.quiet)
-    except HarvestFailed:
-        print(f"fetch arxiv: stopped early after {summary}", file=sys.stderr)
-        raise
-    finally:
-        app.close()
-    print(f"fetch arxiv: {summary}")
-    return 0
+    return _harvest("arxiv", summary, settings, lambda app: app.fetch_arxiv(
+        categories, print_rejection, from_date=args.from_date, summary=summary,
+        progress=not args.quiet))
 
 
 def fetch_openreview(args: argparse.Namespace, settings: Settings) -> int:
-    app = wiring.build(settings)  # only the corpus and the client are made: no Redis, no model
     summary = VenueSummary()
+    return _harvest("openreview", summary, settings, lambda app: app.fetch_openreview(
+        args.venue, print_rejection, summary=summary, progress=not args.quiet))
+
+
+def _harvest(source: str, summary: object, settings: Settings,
+             fetch: Callable[[wiring.Paperrec], object]) -> int:
+    """Run a harvest that fills ``summary`` as it stores pages, and say what it did, also
+    when it stopped early. Only the corpus and the client are made: no Redis, no model."""
+    app = wiring.build(settings)
     try:
-        app.fetch_openreview(args.venue, print_rejection, summary=summary,
-                             progress=not args.quiet)
+        fetch(app)
     except HarvestFailed:
-        print(f"fetch openreview: stopped early after {summary}", file=sys.stderr)
+        print(f"fetch {source}: stopped early after {summary}", file=sys.stderr)
         raise
     finally:
         app.close()
-    print(f"fetch openreview: {summary}")
+    print(f"fetch {source}: {summary}")
     return 0
 
 
