@@ -38,7 +38,7 @@ def configuration_table() -> str:
     """A markdown table of every variable: the settings' declarations, then those only the
     `paperrec` command reads."""
     from recommender.core.config import Settings
-    from service.cli import COMMAND_VARIABLES
+    from service.cli.operations import COMMAND_VARIABLES
 
     rows = ["| variable | default | meaning |", "|---|---|---|"]
     for name, field in Settings.model_fields.items():
