@@ -85,7 +85,7 @@ def rest_reference(document: dict[str, Any]) -> str:
     from openapidocs.mk.v3 import OpenAPIV3DocumentationHandler
 
     shown = copy.deepcopy(document)
-    for scheme in shown.get("components", {}).get("securitySchemes", {}).values():
+    for scheme in ((shown.get("components") or {}).get("securitySchemes") or {}).values():
         if scheme.get("scheme") == "bearer":  # undescribed, the renderer says "JWT"
             scheme.setdefault("description", "an API key, sent as Authorization: Bearer KEY")
     text = OpenAPIV3DocumentationHandler(shown, style="MKDOCS").write()
