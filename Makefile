@@ -8,7 +8,7 @@ PORT   ?= 8000
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install install-mpnet run test test-fast check clean
+.PHONY: install install-mpnet run test test-fast check docs clean
 
 install: $(VENV)/.installed
 
@@ -44,9 +44,26 @@ test-fast: install
 	$(BIN)/pytest -m "not model and not extras and not system"
 
 check: install
-	$(BIN)/ruff check recommender service scripts tests
-	$(BIN)/mypy recommender service scripts
+	$(BIN)/ruff check recommender service scripts tests docs
+	$(BIN)/mypy recommender service scripts docs/gen_pages.py
 	$(BIN)/lint-imports
 
+# The documentation site (mkdocs.yml), built strictly into site/: a broken link or any warning
+# fails. Its diagrams draw with a pinned mermaid from the npm registry (Material would fetch
+# one from a CDN at page view); docs/gen_pages.py adds it to the site.
+MERMAID_VERSION := 11.12.0
+MERMAID_JS := $(VENV)/mermaid-$(MERMAID_VERSION).min.js
+
+# (NO_MKDOCS_2_WARNING and DISABLE_MKDOCS_2_WARNING quiet the banners Material and
+# mkdocs-gen-files print about MkDocs 2, which pyproject.toml keeps out with mkdocs<2.)
+docs: install $(MERMAID_JS)
+	PAPERREC_DOCS_MERMAID=$(MERMAID_JS) NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true \
+	  $(BIN)/mkdocs build --strict --quiet --site-dir site
+
+$(MERMAID_JS): | install
+	tmp=$$(mktemp -d) && cd $$tmp && npm pack --silent mermaid@$(MERMAID_VERSION) >/dev/null && \
+	  tar -xzf mermaid-$(MERMAID_VERSION).tgz package/dist/mermaid.min.js && \
+	  mv package/dist/mermaid.min.js $(abspath $@) && rm -rf $$tmp
+
 clean:
-	rm -rf $(VENV) var
+	rm -rf $(VENV) var site

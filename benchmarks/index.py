@@ -30,7 +30,7 @@ synthetic vectors at 17k; ``--table`` prints the Markdown table of the results f
     .venv/bin/python benchmarks/index.py --sizes 1M --share            # about 30 min, ~6 GB
 
 Prints one JSON document and merges it into benchmarks/results/index.json (one entry per
-size, so sizes can be run separately). benchmarks/README.md (Index) has the results.
+size, so sizes can be run separately). docs/benchmarks/lists.md ("The FAISS index") has the results.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def synthetic_vectors(n: int, seed: int, dim: int = DIM) -> np.ndarray:
     isotropic. The spreads were fitted so that, at 17k papers, the similarities to the 1st,
     10th and 100th neighbour, the explained variance of the top principal components and the
     recall of IVF and HNSW at small settings match the real citeulike-a retrieval vectors
-    (benchmarks/README.md). The density stays the same as n grows: more papers, more topics.
+    (docs/benchmarks/lists.md). The density stays the same as n grows: more papers, more topics.
     """
     rng = np.random.default_rng(seed)
     scale = np.arange(1, dim + 1, dtype=np.float32) ** -SPECTRUM_DECAY

@@ -11,8 +11,8 @@ first run pays for embedding the base.
 - ``daily``: the replay endpoint now also serves 2,000 new records of the next day;
   ``jobs.fetch_arxiv`` continues from the stored harvest position (fetching only those),
   then ``jobs.rebuild_index`` embeds the 2,000 for real and extends the index (incremental),
-  as the compose jobs loop and the README's cron line run them. The model load is timed
-  apart (a scheduled `paperrec rebuild-index` process pays it once).
+  as the compose jobs loop and the cron lines of docs/deployment/without-docker.md run them.
+  The model load is timed apart (a scheduled `paperrec rebuild-index` process pays it once).
 - ``library``: a 1,000-entry BibTeX library is POSTed to the running app
   (``/v1/users/<id>/library``, Flask's test client, the real Redis at ``--redis-url``):
   500 entries found by arXiv id, 200 by title and first author, 300 not in the corpus (the

@@ -1,5 +1,5 @@
 """Load test: mixed reads and writes against `paperrec serve`, then a check that no write the
-service acknowledged was lost. Prints one JSON document (see benchmarks/README.md).
+service acknowledged was lost. Prints one JSON document (see docs/benchmarks/lists.md, "Load test").
 
 By default it builds the sample corpus into a temporary data directory, starts
 `paperrec serve --workers 2` on a free loopback port against the Redis at $REDIS_URL (else

@@ -19,7 +19,7 @@ it (onnx-int8 and onnx). What choosing the stronger model costs:
   (``rank_cost.user_likes``); the index is built once per width and kept in --data-dir.
 
 The 16,980 papers are embedded once per model through the embedding cache in --data-dir (a
-second run embeds nothing). Quality is in the README's Evaluation section (``paperrec
+second run embeds nothing). Quality is in docs/evaluation.md (``paperrec
 evaluate`` with ``PAPERREC_MODEL`` set), not here.
 
     .venv/bin/python benchmarks/models.py   # about 10 min on 2 cores; the first run 5 more

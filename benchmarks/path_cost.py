@@ -21,7 +21,7 @@ fraction of its k papers in the exact list).
 
     .venv/bin/python benchmarks/path_cost.py --sizes 17k,100k,1M --workdir var/bench
 
-Prints one JSON document and writes benchmarks/results/path_cost.json; benchmarks/README.md
+Prints one JSON document and writes benchmarks/results/path_cost.json; docs/benchmarks/lists.md
 ("The cheapest path") has the results.
 """
 

@@ -31,7 +31,7 @@ ratios: what counts on a shared machine).
     .venv/bin/python benchmarks/rank_cost.py --table
 
 Prints one JSON document and merges it into benchmarks/results/rank_cost.json (one entry per
-size). benchmarks/README.md ("Ranking cost, old against new") has the results.
+size). docs/benchmarks/lists.md ("Ranking cost, old against new") has the results.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Reading-list latency over HTTP: `GET /v1/users/<user_id>/recommendations` under gunicorn, at
 100k and 1M papers, for users with 1, 10 and 100 likes. Prints one JSON document and merges it
-into benchmarks/results/recommendations.json (see benchmarks/README.md).
+into benchmarks/results/recommendations.json (see docs/benchmarks/lists.md).
 
 For each size it builds (once, cached under --workdir) a data dir the way the service has
 one: a corpus of synthetic papers and an index version published by the service's own

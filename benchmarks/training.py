@@ -1,6 +1,6 @@
 """Collaborative filtering training and fold-in time on citeulike-a P10 (the split's training
 likes: what `paperrec train` fits on a deployment of that size). Prints one JSON document and
-writes benchmarks/results/training.json (see benchmarks/README.md).
+writes benchmarks/results/training.json (see docs/benchmarks/rebuild.md).
 
     .venv/bin/python benchmarks/training.py                 # 3 fits, median
     .venv/bin/python benchmarks/training.py --split P1 --repeats 5

@@ -130,7 +130,7 @@ def test_the_server_starts_on_first_use_not_when_the_client_is_built(data_dir: P
 
 def test_a_served_log_at_its_cap_stays_compact(data_dir: Path) -> None:
     # zset-max-ziplist-entries 2048: the cap (1,000) plus a list of 200 is never a skiplist,
-    # which takes three times the memory (benchmarks/README.md, "Redis memory per user").
+    # which takes three times the memory (docs/benchmarks/memory.md, "Redis memory per user").
     client = connect(Settings(data_dir=data_dir))
     store = FeedbackStore(client, RedisKeys("compact"), served_history_max=1_000)
     store.record_served("ada", [f"2611.{n:05d}" for n in range(1_000)], at=1.0)

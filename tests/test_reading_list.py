@@ -101,7 +101,8 @@ def test_diversity_spreads_the_top_ten_across_two_interests() -> None:
     ctx = two_topics(tight_a=0.6, loose_b=0.6)
     # Mostly topic A, some topic B. The content score is the mean over the likes, so an
     # interest counts by its share of them: with one like in four, B falls below unrelated
-    # papers and out of the pool diversity re-ranks (README, "Evaluation", the trade-off).
+    # papers and out of the pool diversity re-ranks (docs/benchmarks/ranking.md: the mean has a
+    # cost).
     liked = np.array([0, 1, 2, 20, 21])
     focused = rows(rank(ctx, liked, np.array([], int), 10, diversity=0.0).rows)
     spread = rows(rank(ctx, liked, np.array([], int), 10, diversity=1.0).rows)

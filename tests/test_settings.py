@@ -1,5 +1,5 @@
 """Settings: each declared once, checked by its rule with a message naming its variable, and
-described the same way by the declarations, `paperrec --help` and the README."""
+described the same way by the declarations, `paperrec --help` and the documentation."""
 
 from __future__ import annotations
 
@@ -20,9 +20,17 @@ from service.cli import main
 from service.cli.parser import DEFAULT_PORT
 from service.rate_limit import Limit
 from tests.conftest import free_port
+from tests.test_docs import code_spans, load_gen_pages, table
 
 PAPERREC = Path(sys.executable).with_name("paperrec")
 VARIABLES = {name: Settings.variable(name) for name in Settings.model_fields}
+# Configuration rows that are not settings of the library, with their defaults.
+NOT_SETTINGS = {
+    "PORT": str(DEFAULT_PORT),  # read by `paperrec serve` and `make run`
+}
+# Read by the tests only (tests/conftest.py), and documented with them.
+TEST_VARIABLES = {"PAPERREC_TEST_REDIS_URL": "redis://127.0.0.1:6379/0"}
+DOCS = Path(__file__).resolve().parents[1] / "docs"
 SHORT_KEY = "k" * 14
 GOOD_KEY = "k" * 16
 
@@ -280,3 +288,44 @@ def test_paperrec_settings_lists_every_variable_with_its_meaning_and_default(
             assert f"{meaning} (default: {shown})" in text
     assert f"PORT port of paperrec serve when --port is not given (default: {DEFAULT_PORT})" \
         in text
+
+
+# --- the documentation --------------------------------------------------------------------------
+
+def test_the_configuration_page_describes_every_setting_with_its_default() -> None:
+    """Each declared variable has a row of the Configuration page's table (made from the
+    declarations by docs/gen_pages.py when the site is built); a default given there (the
+    first code span of the cell) is the declared one once read as the setting reads it; an
+    empty declared default is written in words (*(empty)*)."""
+    rows = table(load_gen_pages().configuration_table(), "variable")
+    documented = {code_spans(row[0])[0]: row[1] for row in rows}
+    assert len(documented) == len(rows), "a variable with two rows"
+    missing = set(VARIABLES.values()) - set(documented)
+    assert not missing, f"the Configuration page lacks {sorted(missing)}"
+    unknown = set(documented) - set(VARIABLES.values()) - set(NOT_SETTINGS)
+    assert not unknown, f"the Configuration page describes {sorted(unknown)}, which nothing reads"
+    for name, field in Settings.model_fields.items():
+        cell = documented[VARIABLES[name]]
+        if field.default == "":
+            assert cell.startswith("*("), f"{VARIABLES[name]}: default is empty, docs {cell!r}"
+            continue
+        said = code_spans(cell)[0] if cell.startswith("`") else None
+        assert said is not None, f"{VARIABLES[name]}: the docs give no default ({cell!r})"
+        assert Settings.check(name, said) == field.default, (
+            f"{VARIABLES[name]}: declared default {field.default!r}, docs {said!r}")
+    for variable, default in NOT_SETTINGS.items():
+        assert code_spans(documented[variable])[0] == default, variable
+    contributing = (DOCS / "contributing.md").read_text()
+    for variable, default in TEST_VARIABLES.items():
+        assert f"`${variable}`" in contributing and f"`{default}`" in contributing, variable
+
+
+def test_the_example_of_a_bad_setting_is_what_paperrec_prints(tmp_path: Path) -> None:
+    block = (DOCS / "configuration.md").read_text().split("```console\n")[1]
+    command, printed = block.splitlines()[:2]
+    assignment, program, subcommand = command.removeprefix("$ ").split()
+    variable, _, value = assignment.partition("=")
+    env = {**os.environ, "PAPERREC_DATA_DIR": str(tmp_path / "var"), variable: value}
+    done = subprocess.run([str(PAPERREC.with_name(program)), subcommand], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=30)
+    assert (done.returncode, done.stderr) == (2, printed + "\n")

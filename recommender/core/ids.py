@@ -1,4 +1,5 @@
-"""What a user id and a paper id may look like (documented in the README).
+"""What a user id and a paper id may look like (documented in docs/guide/papers.md
+and docs/api/index.md).
 
 ``UserId`` and ``PaperId`` are the types with those rules (and the words that describe them):
 the API validates with them and the result types declare their ids with them, so its

@@ -21,8 +21,9 @@ from recommender.storage.redis_writes import UserWrites
 Frequency = Literal["daily", "weekly"]
 MAX_ITEMS_LIMIT = 50
 # A digest sends only papers at least this likely to be worth reading (ranking/calibration.py;
-# README, "Evaluation": the threshold at which the evaluation's list items were liked about
-# twice as often as list items on average). Subscriptions made before it existed get it too.
+# docs/evaluation.md, "Calibration of the probability": the threshold at which the
+# evaluation's list items were liked about twice as often as list items on average).
+# Subscriptions made before it existed get it too.
 DEFAULT_MIN_PROBABILITY = 0.1
 # Deliberately plain: one @, a dotted domain, no spaces or control characters (which would
 # let a value break out of an email header).

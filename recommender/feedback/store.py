@@ -7,7 +7,7 @@ like counts and user set of the user's bucket, all in one Cluster slot (RedisKey
 count of a paper is the sum over the buckets. Redis failures surface as ``StoreUnavailable``;
 nothing outside this module knows a Redis key. The served log keeps the newest
 ``served_history_max`` papers (PAPERREC_SERVED_HISTORY_MAX): it is the one per-user key that
-grows with use (benchmarks/README.md, "Redis memory per user").
+grows with use (docs/benchmarks/memory.md, "Redis memory per user").
 """
 
 from __future__ import annotations

@@ -202,7 +202,7 @@ def extend_neighbours(
     vector changed, and take in each added paper that now beats their worst member.
     Approximation: an old paper does not take in an OLD paper whose vector changed so as to
     newly enter its top list, nor drop below-list old papers back in (DBA changes from 1%
-    new papers are small; benchmarks/README.md, "Rebuild", measures the agreement).
+    new papers are small; docs/benchmarks/rebuild.md measures the agreement).
     """
     n_old = len(prev.neighbours)
     rows = np.array(prev.neighbours, dtype=np.int32)

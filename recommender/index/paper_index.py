@@ -20,7 +20,8 @@ from recommender.index.content_space import (
 
 # An incremental build extends the previous version; past these limits a full one runs.
 # FAISS (OpenMP) threads per search. The workers and their request threads are the
-# parallelism: on 2 cores a 2-thread search only adds contention (benchmarks/README.md, Index).
+# parallelism: on 2 cores a 2-thread search only adds contention (docs/benchmarks/lists.md,
+# "The FAISS index").
 SEARCH_THREADS = 1
 
 
@@ -103,7 +104,7 @@ def read_through(path: Path) -> None:
     """Read a file once, so its pages are in the page cache before it is mapped: FAISS maps
     with MADV_RANDOM, and on a 1M-paper HNSW index evicted from the cache the first searches
     took 0.7-1.1 s instead of 4 ms; reading the 1.7 GB file first took 3.7 s, and is a
-    memory copy for every further worker (benchmarks/README.md, Index)."""
+    memory copy for every further worker (docs/benchmarks/lists.md, "The FAISS index")."""
     buffer = bytearray(1 << 24)
     with open(path, "rb", buffering=0) as file:
         while file.readinto(buffer):

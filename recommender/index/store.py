@@ -48,7 +48,8 @@ REBUILD = "run `paperrec rebuild-index` to publish a good version"
 MAX_ADDED_FRACTION = 0.10  # papers added since the last full build, over its paper count
 MAX_MEAN_DRIFT = 0.02  # |corpus mean - kept mean| over the rms distance of papers to it
 # FAISS (OpenMP) threads per search. The workers and their request threads are the
-# parallelism: on 2 cores a 2-thread search only adds contention (benchmarks/README.md, Index).
+# parallelism: on 2 cores a 2-thread search only adds contention (docs/benchmarks/lists.md,
+# "The FAISS index").
 
 
 def mean_drift(raw: np.ndarray, mean: np.ndarray) -> float:

