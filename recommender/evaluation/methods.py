@@ -25,8 +25,8 @@ ignore it (the runner keeps only those rows); one that ranks for itself must ran
   builds (``ranking.context.context_for``) from an index version published the way
   ``paperrec rebuild-index`` publishes one: over an approximate (HNSW) index it scores only
   the candidates the index finds, as the service does for large corpora. Among the new
-  papers, it ranks as a digest does: ``rank`` with ``since_day``, the new papers dated after
-  the rest.
+  papers, it ranks as a digest does: a ``ListRequest`` with ``since_day``, the new papers
+  dated after the rest.
 """
 
 from __future__ import annotations
