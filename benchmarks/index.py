@@ -10,7 +10,7 @@ For every size it measures:
 - build time, file size, resident memory of a fresh process after ``faiss.read_index`` and
   after a memory-mapped load (``IO_FLAG_MMAP_IFC``), each measured in a subprocess;
 - single-query latency (k=100; p50, p99) and the latency of one search with 100 query rows
-  (k=200: the candidates per like ``reading_list._candidates`` asks for), with one FAISS
+  (k=200: the candidates per like ``candidates.find_candidates`` asks for), with one FAISS
   thread (a gunicorn worker) and, for the batch, with all cores;
 - recall@100: the share of the exact top 100 that the approximate top 100 contains.
 
@@ -65,7 +65,7 @@ from recommender.index.content_space import (  # noqa: E402
 
 DIM = 384
 K = 100  # recall@K and the k of single queries
-BATCH_K = 200  # reading_list._candidates: max(200, 4 * want) with want <= 50
+BATCH_K = 200  # candidates.find_candidates (cost.per_query): max(100, 4 * want) with want <= 50
 RESULTS = ROOT / "benchmarks" / "results" / "index.json"
 CITEULIKE = ROOT.parent / "shared" / "data" / "citeulike-a" / "papers.jsonl"
 SIZES = {"17k": 16_980, "100k": 100_000, "1M": 1_000_000}

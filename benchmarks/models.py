@@ -143,22 +143,22 @@ def list_costs(contexts: dict[str, Any], users: dict[int, list[np.ndarray]], rou
     from threadpoolctl import threadpool_limits
 
     from recommender.ranking.rank import rank
+    from recommender.ranking.request import ListRequest
 
-    empty = np.zeros(0, np.int64)
     names = list(contexts)
     medians: dict[str, dict[int, list[float]]] = {n: {c: [] for c in LIKES} for n in names}
     with threadpool_limits(1):
         faiss.omp_set_num_threads(1)
         for ctx in contexts.values():
             for liked in users[100]:
-                rank(ctx, liked, empty, K)  # warm-up
+                rank(ctx, ListRequest(liked, K))  # warm-up
         for round_ in range(rounds):
             for name in names[round_ % 2:] + names[:round_ % 2]:
                 for count in LIKES:
                     times = []
                     for liked in users[count]:
                         started = time.perf_counter()
-                        rank(contexts[name], liked, empty, K)
+                        rank(contexts[name], ListRequest(liked, K))
                         times.append(time.perf_counter() - started)
                     medians[name][count].append(1000 * statistics.median(times))
             log(f"{label} lists, round {round_ + 1}/{rounds}")

@@ -1,9 +1,9 @@
 """The cheapest path: what each of the two ways to a reading list costs, measured, against
-what ``rank.path_costs`` predicts, and whether each list takes the cheaper one.
+what ``cost.path_costs`` predicts, and whether each list takes the cheaper one.
 
 A list is ranked either by scoring every paper (one pass over the vectors) or by the
 candidate path (searches of the approximate index, then scoring the rows they find).
-``rank.path_costs`` prices both from three constants (``SCAN_US_PER_PAPER``,
+``cost.path_costs`` prices both from three constants (``SCAN_US_PER_PAPER``,
 ``GATHER_US_PER_ROW``, ``SEARCH_US_PER_EF``); this script measures both paths for the same
 users and fits the constants again from the measurements (least squares, in microseconds).
 
@@ -47,13 +47,15 @@ from recommendations import build  # noqa: E402
 
 from recommender.index.paper_index import PaperIndex  # noqa: E402
 from recommender.index.store import IndexStore, build_faiss  # noqa: E402
-from recommender.ranking import rank as ranking  # noqa: E402
-from recommender.ranking.context import context_for  # noqa: E402
+from recommender.ranking import cost  # noqa: E402
+from recommender.ranking.context import RankingContext, context_for  # noqa: E402
+from recommender.ranking.rank import rank  # noqa: E402
+from recommender.ranking.request import ListRequest  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "path_cost.json"
 
 
-def users_of(ctx: ranking.RankingContext, likes: int, count: int,
+def users_of(ctx: RankingContext, likes: int, count: int,
              rng: np.random.Generator) -> list[np.ndarray]:
     n = len(ctx.item_ids)
     users = []
@@ -68,19 +70,18 @@ def users_of(ctx: ranking.RankingContext, likes: int, count: int,
     return users
 
 
-def timed_us(ctx: ranking.RankingContext, liked: np.ndarray, k: int, repeats: int) -> float:
-    none = np.zeros(0, np.int64)
-    ranking.rank(ctx, liked, none, k)  # warm
+def timed_us(ctx: RankingContext, liked: np.ndarray, k: int, repeats: int) -> float:
+    rank(ctx, ListRequest(liked, k))  # warm
     times = []
     for _ in range(repeats):
         started = time.perf_counter()
-        ranking.rank(ctx, liked, none, k)
+        rank(ctx, ListRequest(liked, k))
         times.append((time.perf_counter() - started) * 1e6)
     return statistics.median(times)
 
 
-def ranked(ctx: ranking.RankingContext, liked: np.ndarray, k: int) -> list[int]:
-    return [int(r) for r in ranking.rank(ctx, liked, np.zeros(0, np.int64), k).rows]
+def ranked(ctx: RankingContext, liked: np.ndarray, k: int) -> list[int]:
+    return [int(r) for r in rank(ctx, ListRequest(liked, k)).rows]
 
 
 def measure(size: str, workdir: Path, users: int, ks: list[int], repeats: int,
@@ -97,19 +98,19 @@ def measure(size: str, workdir: Path, users: int, ks: list[int], repeats: int,
     scanning = copy.copy(ctx)
     scanning.search = None
     rows = []
-    saved = ranking.SCAN_US_PER_PAPER
+    saved = cost.SCAN_US_PER_PAPER
     for likes in (1, 10, 100):
         for k in ks:
             for liked in users_of(ctx, likes, users, rng):
                 exact_us = timed_us(scanning, liked, k, repeats)
-                ranking.SCAN_US_PER_PAPER = float("inf")  # force the candidate path
+                cost.SCAN_US_PER_PAPER = float("inf")  # force the candidate path
                 try:
                     candidate_us = timed_us(ctx, liked, k, repeats)
                     agreement = len(set(ranked(scanning, liked, k)) & set(ranked(ctx, liked, k)))
                 finally:
-                    ranking.SCAN_US_PER_PAPER = saved
-                predicted_exact, predicted_candidates = ranking.path_costs(ctx, likes, k, False)
-                search_ef, pool = ranking.candidate_work(ctx, likes, k, False)
+                    cost.SCAN_US_PER_PAPER = saved
+                predicted_exact, predicted_candidates = cost.path_costs(ctx, likes, k, False)
+                search_ef, pool = cost.candidate_work(ctx, likes, k, False)
                 rows.append({
                     "size": size, "papers": len(ctx.item_ids), "likes": likes, "k": k,
                     "exact_us": round(exact_us, 1), "candidate_us": round(candidate_us, 1),
@@ -175,9 +176,9 @@ def main(argv: list[str] | None = None) -> None:
     result = {
         "machine": machine(), "load_average": {"start": load_start, "end": load_average()},
         "command": "benchmarks/path_cost.py " + " ".join(argv or sys.argv[1:]),
-        "constants": {"scan_us_per_paper": ranking.SCAN_US_PER_PAPER,
-                      "search_us_per_ef": ranking.SEARCH_US_PER_EF,
-                      "gather_us_per_row": ranking.GATHER_US_PER_ROW},
+        "constants": {"scan_us_per_paper": cost.SCAN_US_PER_PAPER,
+                      "search_us_per_ef": cost.SEARCH_US_PER_EF,
+                      "gather_us_per_row": cost.GATHER_US_PER_ROW},
         "refitted": fit(rows), "summary": summary(rows), "lists": rows,
     }
     write_result(result, args.out)

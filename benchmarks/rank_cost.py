@@ -71,6 +71,16 @@ def child(checkout: Path, size: str, likes: list[int], users: int, workdir: Path
     from recommender.ranking.context import context_for
     from recommender.ranking.rank import rank
 
+    empty = np.zeros(0, np.int64)
+    try:
+        from recommender.ranking.request import ListRequest
+
+        def ranked(ctx: Any, liked: np.ndarray) -> Any:
+            return rank(ctx, ListRequest(liked, K))
+    except ImportError:  # a checkout from before the list request (rank's old arguments)
+        def ranked(ctx: Any, liked: np.ndarray) -> Any:
+            return rank(ctx, liked, empty, K)
+
     for module in (recommender, index_script):
         imported = Path(module.__file__).resolve()
         if not imported.is_relative_to(checkout):
@@ -95,19 +105,19 @@ def child(checkout: Path, size: str, likes: list[int], users: int, workdir: Path
         start = time.perf_counter()
         ctx = context_for(index, None, counts)
         context_seconds = time.perf_counter() - start
-        empty = np.zeros(0, np.int64)
         for liked in liked_lists[likes[-1]][:WARMUP]:
-            rank(ctx, liked, empty, K)
+            ranked(ctx, liked)
         per_likes = {}
         for count in likes:
             times = []
             for liked in liked_lists[count]:
                 start = time.perf_counter()
-                rank(ctx, liked, empty, K)
+                ranked(ctx, liked)
                 times.append(time.perf_counter() - start)
             ms = 1000 * np.asarray(times)
             per_likes[str(count)] = {"median_ms": round(float(np.median(ms)), 3),
-                                     "p90_ms": round(float(np.percentile(ms, 90)), 3)}
+                                     "p90_ms": round(float(np.percentile(ms, 90)), 3),
+                                     "p99_ms": round(float(np.percentile(ms, 99)), 3)}
     return {"checkout": str(checkout), "commit": git(checkout, "rev-parse", "--short", "HEAD"),
             "kind": index.meta["kind"], "papers": len(index), "build_seconds": build_seconds,
             "context_seconds": round(context_seconds, 3), "likes": per_likes,
@@ -195,6 +205,8 @@ def compare(size: str, args: argparse.Namespace) -> dict[str, Any]:
             "new_ms": median(n["median_ms"] for n in new),
             "old_p90_ms": median(o["p90_ms"] for o in old),
             "new_p90_ms": median(n["p90_ms"] for n in new),
+            "old_p99_ms": median(o["p99_ms"] for o in old),
+            "new_p99_ms": median(n["p99_ms"] for n in new),
             "ratio": round(statistics.median(ratios), 3),
             "ratios": [round(x, 3) for x in ratios],
         }
@@ -211,13 +223,14 @@ def median(values: Any) -> float:
 
 
 def markdown(results: dict[str, Any]) -> str:
-    lines = ["| papers (index) | likes | old ms (p90) | new ms (p90) | new / old |",
+    lines = ["| papers (index) | likes | old ms (p90, p99) | new ms (p90, p99) | new / old |",
              "|---|---:|---:|---:|---:|"]
     for size, entry in results["sizes"].items():
         for count, row in entry["likes"].items():
             lines.append(f"| {size} ({entry['kind']}) | {count} | {row['old_ms']:.2f} "
-                         f"({row['old_p90_ms']:.2f}) | {row['new_ms']:.2f} "
-                         f"({row['new_p90_ms']:.2f}) | {row['ratio']:.2f} |")
+                         f"({row['old_p90_ms']:.2f}, {row.get('old_p99_ms', 0):.2f}) | "
+                         f"{row['new_ms']:.2f} ({row['new_p90_ms']:.2f}, "
+                         f"{row.get('new_p99_ms', 0):.2f}) | {row['ratio']:.2f} |")
     lines.append("")
     lines += [f"context build, {size}: old {e['context_seconds']['old']:.2f} s, "
               f"new {e['context_seconds']['new']:.2f} s"

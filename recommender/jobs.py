@@ -29,8 +29,9 @@ from recommender.index.store import IndexStore, LiveIndex
 from recommender.ranking import calibration
 from recommender.ranking.calibration import Calibration
 from recommender.ranking.collaborative import CollaborativeModel
-from recommender.ranking.context import context_for, counts_on_rows
-from recommender.ranking.rank import RankingContext, rank
+from recommender.ranking.context import RankingContext, context_for, counts_on_rows
+from recommender.ranking.rank import rank
+from recommender.ranking.request import ListRequest
 from recommender.storage.versions import VersionedDir
 
 # Calibration on a deployment's feedback (``calibrate``): the latest fifth of each user's
@@ -287,13 +288,12 @@ def calibrate(ctx: RankingContext, likes_by_user: Mapping[str, Sequence[int]],
     like are the labels. The default for the index's embedding model when fewer than
     MIN_HELD_OUT_FOUND are found."""
     seen = calibration.Observations.empty()
-    nothing = np.zeros(0, np.int64)
     for rows in likes_by_user.values():
         if len(rows) < 2:
             continue
         held = max(1, int(len(rows) * HELD_OUT_FRACTION))
         liked = np.asarray(rows[:-held], dtype=np.int64)
-        ranked = rank(ctx, liked, nothing, calibration.DEPTH)
+        ranked = rank(ctx, ListRequest(liked, calibration.DEPTH))
         seen.add(ranked.scores / ranked.scale, len(liked), np.isin(ranked.rows, rows[-held:]))
     if seen.positives < MIN_HELD_OUT_FOUND:
         return calibration.default_for(embedding_model)

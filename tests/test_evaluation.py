@@ -25,7 +25,7 @@ from recommender.evaluation.dataset import (
 from recommender.evaluation.methods import METHOD_NAMES, TfidfSvm, TopRows, make_method
 from recommender.evaluation.metrics import new_paper_metrics, top_rows, user_metrics
 from recommender.index.paper_index import PaperIndex
-from recommender.ranking import rank as ranking
+from recommender.ranking import cost
 from service.cli import main
 
 EMBEDDER = shared_embedder(Settings().model, 64, Settings().embed_backend)  # loaded on use
@@ -295,7 +295,7 @@ def test_hybrid_ranks_through_the_index_kind_asked_for(
     searched = counting_searches(monkeypatch)
     # 100 papers are cheaper to scan than to search: price scanning up, so that the lists
     # over the HNSW index take the candidate path, as lists over a large corpus do.
-    monkeypatch.setattr(ranking, "SCAN_US_PER_PAPER", 1e6)
+    monkeypatch.setattr(cost, "SCAN_US_PER_PAPER", 1e6)
     report = evaluate(Settings(data_dir=tmp_path / "var"), WordEmbedder(), data, ["hybrid"],
                       index=kind)
     assert report["dataset"]["index"] == kind

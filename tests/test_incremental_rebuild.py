@@ -15,7 +15,9 @@ from recommender.core.config import Settings
 from recommender.index.content_space import build_content_space, centre_query
 from recommender.index.paper_index import PaperIndex
 from recommender.index.store import MAX_ADDED_FRACTION, IndexStore
-from recommender.ranking.rank import RankingContext, rank
+from recommender.ranking.context import RankingContext
+from recommender.ranking.rank import rank
+from recommender.ranking.request import ListRequest
 from service.cli import main
 
 DIM = 32
@@ -101,7 +103,7 @@ def test_search_similar_and_recommendations_find_the_new_papers(tmp_path: Path) 
     assert index.space.neighbours[7, 0] == 2000
     ctx = RankingContext(index.vectors, index.space.neighbours, index.space.neighbour_sims,
                          np.zeros(len(ids), np.float32), ids, None, None)
-    assert 2000 in rank(ctx, np.array([7]), np.array([], np.int64), k=3).rows
+    assert 2000 in rank(ctx, ListRequest(np.array([7]), 3)).rows
 
 
 def test_approximate_index_is_extended_and_finds_the_new_papers(tmp_path: Path) -> None:

@@ -10,10 +10,12 @@ import pytest
 from recommender.index.content_space import build_content_space
 from recommender.index.paper_index import PaperIndex
 from recommender.index.store import build_faiss
-from recommender.ranking import rank as reading_list
+from recommender.ranking import candidates, cost
 from recommender.ranking.collaborative import CollaborativeModel
-from recommender.ranking.context import context_for
-from recommender.ranking.rank import RankingContext, mmr, rank
+from recommender.ranking.context import POPULAR_POOL, RankingContext, Search, context_for
+from recommender.ranking.diversity import mmr
+from recommender.ranking.rank import rank
+from recommender.ranking.request import ListRequest
 
 DIM = 32
 
@@ -51,7 +53,7 @@ def rows(ranked_rows: np.ndarray) -> list[int]:
     return [int(r) for r in ranked_rows]
 
 
-def exact_search(vectors: np.ndarray, calls: list[int]) -> reading_list.Search:
+def exact_search(vectors: np.ndarray, calls: list[int]) -> Search:
     """Brute-force top-k, standing in for the FAISS index; ``calls`` gets each batch size."""
 
     def search(queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -73,7 +75,7 @@ def topics(seed: int, count: int, size: int, spread: float, noise: int) -> Ranki
                          [f"p{i}" for i in range(len(vectors))])
 
 
-def searching(ctx: RankingContext, search: reading_list.Search) -> RankingContext:
+def searching(ctx: RankingContext, search: Search) -> RankingContext:
     """The same papers over an approximate index whose search is ``search``."""
     return RankingContext(ctx.vectors, ctx.neighbours, ctx.neighbour_sims, ctx.like_counts,
                           ctx.item_ids, dates=ctx.dates, search=search)
@@ -81,7 +83,7 @@ def searching(ctx: RankingContext, search: reading_list.Search) -> RankingContex
 
 def test_papers_on_the_liked_topic_come_first_and_rated_papers_never() -> None:
     ctx = two_topics()
-    top = rows(rank(ctx, np.array([0, 1]), np.array([50]), 100).rows)
+    top = rows(rank(ctx, ListRequest(np.array([0, 1]), 100, disliked=np.array([50]))).rows)
     assert all(r < 20 for r in top[:18])
     assert not {0, 1, 50} & set(top)
 
@@ -89,9 +91,10 @@ def test_papers_on_the_liked_topic_come_first_and_rated_papers_never() -> None:
 def test_a_disliked_topic_sinks_below_the_liked_one() -> None:
     ctx = two_topics(tight_a=0.4, loose_b=0.4)
     liked = np.array([0, 20])  # one paper of each topic
-    before = rows(rank(ctx, liked, np.array([], int), 20).rows)
+    before = rows(rank(ctx, ListRequest(liked, 20)).rows)
     assert {r < 20 for r in before[:10]} == {True, False}  # both topics near the top
-    after = rows(rank(ctx, liked, np.array([21, 22]), 100).rows)  # two dislikes in topic B
+    # Two dislikes in topic B.
+    after = rows(rank(ctx, ListRequest(liked, 100, disliked=np.array([21, 22]))).rows)
     b_positions = [i for i, r in enumerate(after) if 20 <= r < 40]
     a_positions = [i for i, r in enumerate(after) if r < 20]
     assert max(a_positions) < min(b_positions)
@@ -104,8 +107,8 @@ def test_diversity_spreads_the_top_ten_across_two_interests() -> None:
     # papers and out of the pool diversity re-ranks (docs/benchmarks/ranking.md: the mean has a
     # cost).
     liked = np.array([0, 1, 2, 20, 21])
-    focused = rows(rank(ctx, liked, np.array([], int), 10, diversity=0.0).rows)
-    spread = rows(rank(ctx, liked, np.array([], int), 10, diversity=1.0).rows)
+    focused = rows(rank(ctx, ListRequest(liked, 10, diversity=0.0)).rows)
+    spread = rows(rank(ctx, ListRequest(liked, 10, diversity=1.0)).rows)
     assert sum(20 <= r < 40 for r in focused) == 0  # the main topic crowds out the other
     assert sum(r < 20 for r in spread) >= 3 and sum(20 <= r < 40 for r in spread) >= 3
 
@@ -113,19 +116,18 @@ def test_diversity_spreads_the_top_ten_across_two_interests() -> None:
 def test_served_papers_are_pushed_down_or_excluded() -> None:
     ctx = two_topics()
     liked = np.array([0])
-    first = rows(rank(ctx, liked, np.array([], int), 5).rows)
-    pushed = rows(rank(ctx, liked, np.array([], int), 5, served=np.array(first[:2])).rows)
+    first = rows(rank(ctx, ListRequest(liked, 5)).rows)
+    pushed = rows(rank(ctx, ListRequest(liked, 5, served=np.array(first[:2]))).rows)
     assert pushed[:3] == first[2:5]
-    excluded = rank(ctx, liked, np.array([], int), 200, served=np.array(first),
-                    exclude_served=True)
+    excluded = rank(ctx, ListRequest(liked, 200, served=np.array(first), exclude_served=True))
     assert not set(first) & set(rows(excluded.rows))
     assert len(excluded.rows) == len(ctx.item_ids) - 1 - len(first)
 
 
 def test_offset_pages_through_the_same_ranking() -> None:
     ctx = two_topics()
-    whole = rows(rank(ctx, np.array([0, 20]), np.array([], int), 10).rows)
-    second = rows(rank(ctx, np.array([0, 20]), np.array([], int), 5, offset=5).rows)
+    whole = rows(rank(ctx, ListRequest(np.array([0, 20]), 10)).rows)
+    second = rows(rank(ctx, ListRequest(np.array([0, 20]), 5, offset=5)).rows)
     assert second == whole[5:10]
 
 
@@ -136,7 +138,7 @@ def test_since_keeps_only_papers_with_a_date_on_or_after_it() -> None:
     days[10:20] = 19_000.0
     dated = RankingContext(ctx.vectors, ctx.neighbours, ctx.neighbour_sims, ctx.like_counts,
                            ctx.item_ids, dates=days)
-    got = rows(rank(dated, np.array([0]), np.array([], int), 50, since_day=19_500.0).rows)
+    got = rows(rank(dated, ListRequest(np.array([0]), 50, since_day=19_500.0)).rows)
     assert sorted(got) == list(range(1, 10))
 
 
@@ -144,7 +146,7 @@ def test_a_user_without_likes_gets_popular_papers_first_then_a_spread() -> None:
     ctx = two_topics()
     counts = np.zeros(len(ctx.item_ids))
     counts[[30, 5]] = [9, 3]
-    ranked = rank(ctx.with_like_counts(counts), np.array([], int), np.array([], int), 6)
+    ranked = rank(ctx.with_like_counts(counts), ListRequest(np.array([], int), 6))
     assert not ranked.personalized
     top = rows(ranked.rows)
     assert top[:2] == [30, 5]
@@ -169,7 +171,7 @@ def test_a_withheld_co_liked_paper_surfaces_through_collaborative_filtering() ->
 
     def positions(model: CollaborativeModel | None) -> tuple[list[int], np.ndarray]:
         ctx = build_context(vectors, np.zeros(n), model, item_ids)
-        ranked = rank(ctx, liked, np.array([], int), n)
+        ranked = rank(ctx, ListRequest(liked, n))
         order = [int(r) for r in ranked.rows]
         return sorted(order.index(r) for r in withheld), ranked.collaborative[
             [order.index(r) for r in sorted(withheld)]]
@@ -183,15 +185,15 @@ def test_a_withheld_co_liked_paper_surfaces_through_collaborative_filtering() ->
 def test_candidates_from_each_liked_paper_match_scoring_every_paper(
         monkeypatch: pytest.MonkeyPatch) -> None:
     # A corpus this small is cheaper to score whole: price scanning up to take the other path.
-    monkeypatch.setattr(reading_list, "SCAN_US_PER_PAPER", 1e6)
+    monkeypatch.setattr(cost, "SCAN_US_PER_PAPER", 1e6)
     ctx = two_topics(tight_a=0.6, loose_b=0.9, noise=400)
     liked = np.array([0, 1, 20])  # two interests
-    everything = rows(rank(ctx, liked, np.array([], int), 10).rows)
-    spread = rows(rank(ctx, liked, np.array([], int), 10, diversity=1.0).rows)
+    everything = rows(rank(ctx, ListRequest(liked, 10)).rows)
+    spread = rows(rank(ctx, ListRequest(liked, 10, diversity=1.0)).rows)
 
     large = searching(ctx, exact_search(ctx.vectors, []))
-    assert rows(rank(large, liked, np.array([], int), 10).rows) == everything
-    assert rows(rank(large, liked, np.array([], int), 10, diversity=1.0).rows) == spread
+    assert rows(rank(large, ListRequest(liked, 10)).rows) == everything
+    assert rows(rank(large, ListRequest(liked, 10, diversity=1.0)).rows) == spread
     assert {r < 20 for r in spread} == {True, False}  # both interests are served
 
 
@@ -200,13 +202,13 @@ def test_many_likes_cost_one_search_and_lose_nothing(
     """A reader with 36 likes across twelve topics: the candidate path makes one search (for
     their direction, a mix of all twelve), and its walk of the neighbour graph from the likes
     ranks exactly as scoring every paper does."""
-    monkeypatch.setattr(reading_list, "SCAN_US_PER_PAPER", 1e6)  # take the candidate path
+    monkeypatch.setattr(cost, "SCAN_US_PER_PAPER", 1e6)  # take the candidate path
     ctx = topics(3, count=12, size=15, spread=0.5, noise=600)
     liked = np.array([15 * t + i for t in range(12) for i in range(3)])
-    everything = rows(rank(ctx, liked, np.array([], int), 20).rows)
+    everything = rows(rank(ctx, ListRequest(liked, 20)).rows)
     searched: list[int] = []
     large = searching(ctx, exact_search(ctx.vectors, searched))
-    assert rows(rank(large, liked, np.array([], int), 20).rows) == everything
+    assert rows(rank(large, ListRequest(liked, 20)).rows) == everything
     assert searched == [1]
 
 
@@ -215,19 +217,19 @@ def test_a_digest_of_new_papers_far_from_the_likes_is_not_cut_short(
     """This week's papers may all lie far from what the reader liked, so none is among the
     candidates found near the likes: the list then scores every paper and is as long as
     scoring every paper makes it, not empty."""
-    monkeypatch.setattr(reading_list, "SCAN_US_PER_PAPER", 1e6)  # take the candidate path
+    monkeypatch.setattr(cost, "SCAN_US_PER_PAPER", 1e6)  # take the candidate path
     ctx = two_topics(tight_a=0.6, loose_b=0.9, noise=400)
     liked = np.array([0, 1])
-    by_score = rows(rank(ctx, liked, np.array([], int), len(ctx.item_ids)).rows)
+    by_score = rows(rank(ctx, ListRequest(liked, len(ctx.item_ids))).rows)
     new = by_score[-5:]  # the five papers least like the likes
     ctx.dates = np.zeros(len(ctx.item_ids))
     ctx.dates[new] = 100.0
     searched: list[int] = []
     large = searching(ctx, exact_search(ctx.vectors, searched))
-    digest = rows(rank(large, liked, np.array([], int), 10, since_day=50.0).rows)
+    digest = rows(rank(large, ListRequest(liked, 10, since_day=50.0)).rows)
     assert searched  # the candidates were looked for first
     assert sorted(digest) == sorted(new)
-    assert digest == rows(rank(ctx, liked, np.array([], int), 10, since_day=50.0).rows)
+    assert digest == rows(rank(ctx, ListRequest(liked, 10, since_day=50.0)).rows)
 
 
 def test_the_walk_from_the_likes_finds_what_a_lost_search_misses(
@@ -236,18 +238,18 @@ def test_the_walk_from_the_likes_finds_what_a_lost_search_misses(
     them, where an approximate index's search may find nothing. Walking the stored neighbour
     graph from the likes still finds nearly all of the list that scoring every paper gives,
     and far more than the likes' own neighbours do."""
-    monkeypatch.setattr(reading_list, "SCAN_US_PER_PAPER", 1e6)  # take the candidate path
+    monkeypatch.setattr(cost, "SCAN_US_PER_PAPER", 1e6)  # take the candidate path
     ctx = topics(5, count=3, size=80, spread=1.0, noise=300)
     liked = np.array([0, 80, 160])
-    everything = set(rows(rank(ctx, liked, np.array([], int), 20).rows))
+    everything = set(rows(rank(ctx, ListRequest(liked, 20)).rows))
 
     def lost(queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         return np.full((len(queries), k), -1), np.zeros((len(queries), k))
 
     large = searching(ctx, lost)
-    walked = set(rows(rank(large, liked, np.array([], int), 20).rows))
-    monkeypatch.setattr(reading_list, "WALK_ROUNDS", 0)
-    unwalked = set(rows(rank(large, liked, np.array([], int), 20).rows))
+    walked = set(rows(rank(large, ListRequest(liked, 20)).rows))
+    monkeypatch.setattr(candidates, "WALK_ROUNDS", 0)
+    unwalked = set(rows(rank(large, ListRequest(liked, 20)).rows))
     assert len(walked & everything) >= 18
     assert len(unwalked & everything) <= 12
 
@@ -265,20 +267,20 @@ def test_each_list_takes_the_cheaper_path() -> None:
         return ctx
 
     for papers in (17_000, 100_000, 1_000_000):
-        exact, candidates = reading_list.path_costs(sized(papers), 1, 20, False)
+        exact, candidates = cost.path_costs(sized(papers), 1, 20, False)
         assert candidates < exact  # one like: a search beats scoring thousands of papers
-    exact, candidates = reading_list.path_costs(sized(17_000), 100, 20, False)
+    exact, candidates = cost.path_costs(sized(17_000), 100, 20, False)
     assert candidates < exact  # 100 likes: one search, two neighbours a like, then the walk
-    exact, candidates = reading_list.path_costs(sized(1_000_000), 100, 20, False)
+    exact, candidates = cost.path_costs(sized(1_000_000), 100, 20, False)
     assert candidates < exact
-    exact, candidates = reading_list.path_costs(sized(30_000), 100, 300, False)
+    exact, candidates = cost.path_costs(sized(30_000), 100, 300, False)
     assert exact < candidates  # a long list needs large pools: the scan is cheaper
-    assert reading_list.path_costs(ctx, 1, 20, False)[1] == float("inf")  # no index to search
+    assert cost.path_costs(ctx, 1, 20, False)[1] == float("inf")  # no index to search
 
     # The small corpus here is cheaper to scan: no search at all, and the same list.
     liked = np.array([0, 1, 20])
-    assert (rows(rank(approximate, liked, np.array([], int), 10).rows)
-            == rows(rank(ctx, liked, np.array([], int), 10).rows))
+    assert (rows(rank(approximate, ListRequest(liked, 10)).rows)
+            == rows(rank(ctx, ListRequest(liked, 10)).rows))
     assert searched == []
 
 
@@ -288,4 +290,4 @@ def test_the_most_liked_papers_are_kept_in_order() -> None:
     ctx = build_context(np.eye(2_000, DIM, dtype=np.float32) + 0.01, counts, None,
                         [f"p{i}" for i in range(2_000)])
     assert list(ctx.popular_rows[:3]) == [900, 5, 1_500]
-    assert len(ctx.popular_rows) == reading_list.POPULAR_POOL
+    assert len(ctx.popular_rows) == POPULAR_POOL

@@ -13,7 +13,7 @@ import pytest
 from flask.testing import FlaskClient
 
 from recommender.core.config import Settings
-from recommender.ranking.rank import SERVED_PENALTY
+from recommender.ranking.scoring import SERVED_PENALTY
 
 Like = Callable[..., None]
 PapersAbout = Callable[[Settings, str], list[str]]

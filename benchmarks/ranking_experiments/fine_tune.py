@@ -29,7 +29,7 @@ from one_like import cosine_scorer, evaluate, publish
 
 from recommender.embedding.models import load_model
 from recommender.index.content_space import build_content_space, nearest_neighbours, normalise
-from recommender.ranking import rank
+from recommender.ranking import scoring
 
 TRAIN_TOKENS = 32  # titles are 9 words at the median; abstracts are cut to their start
 EMBED_TOKENS = 256  # as the model embeds for the service
@@ -71,7 +71,7 @@ def main() -> None:
         return out
 
     counts = data.like_counts.astype(np.float64)
-    popularity = rank.POPULARITY_WEIGHT * np.log1p(counts) / np.log1p(counts).max()
+    popularity = scoring.POPULARITY_WEIGHT * np.log1p(counts) / np.log1p(counts).max()
 
     def figures(raw: np.ndarray) -> dict[str, float]:
         space = build_content_space(raw, exact_max=10**9)

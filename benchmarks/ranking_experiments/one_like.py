@@ -39,7 +39,7 @@ from recommender.index.content_space import (  # noqa: E402
     nearest_neighbours,
     normalise,
 )
-from recommender.ranking import rank  # noqa: E402
+from recommender.ranking import scoring  # noqa: E402
 from recommender.wiring import configured_embedder  # noqa: E402
 
 BATCH = 256
@@ -116,7 +116,7 @@ def main() -> None:
                            settings.embedding_cache_path, progress=False)
     space = build_content_space(raw, exact_max=10**9)
     counts = data.like_counts.astype(np.float64)
-    popularity = rank.POPULARITY_WEIGHT * np.log1p(counts) / np.log1p(counts).max()
+    popularity = scoring.POPULARITY_WEIGHT * np.log1p(counts) / np.log1p(counts).max()
     results: dict[str, dict[str, float]] = {}
 
     def run(name: str, scorer: Scorer) -> None:

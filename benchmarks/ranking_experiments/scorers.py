@@ -20,8 +20,9 @@ from recommender.index.content_space import (
     normalise,
 )
 from recommender.ranking.collaborative import CollaborativeModel
-from recommender.ranking.context import context_for
-from recommender.ranking.rank import RankingContext, rank
+from recommender.ranking.context import RankingContext, context_for
+from recommender.ranking.rank import rank
+from recommender.ranking.request import ListRequest
 
 if TYPE_CHECKING:
     from common import Scorer
@@ -146,7 +147,7 @@ class Hybrid:
     def scores(self, user: int, liked: np.ndarray) -> np.ndarray:
         assert self.context is not None
         n = len(self.context.item_ids)
-        ranked = rank(self.context, liked, np.zeros(0, np.int64), k=n)
+        ranked = rank(self.context, ListRequest(liked, n))
         full = np.full(n, -np.inf)
         full[ranked.rows] = ranked.scores
         return full

@@ -25,8 +25,8 @@ ignore it (the runner keeps only those rows); one that ranks for itself must ran
   builds (``ranking.context.context_for``) from an index version published the way
   ``paperrec rebuild-index`` publishes one: over an approximate (HNSW) index it scores only
   the candidates the index finds, as the service does for large corpora. Among the new
-  papers, it ranks as a digest does: ``rank`` with ``since_day``, the new papers dated after
-  the rest.
+  papers, it ranks as a digest does: a ``ListRequest`` with ``since_day``, the new papers
+  dated after the rest.
 """
 
 from __future__ import annotations
@@ -51,8 +51,9 @@ from recommender.index.content_space import (
 )
 from recommender.index.store import IndexStore
 from recommender.ranking.collaborative import CollaborativeModel
-from recommender.ranking.context import context_for
-from recommender.ranking.rank import RankingContext, rank
+from recommender.ranking.context import RankingContext, context_for
+from recommender.ranking.rank import rank
+from recommender.ranking.request import ListRequest
 
 if TYPE_CHECKING:
     from recommender.evaluation.dataset import Dataset
@@ -269,12 +270,10 @@ class Hybrid:
         """The top ``DEPTH``; ``among``: of those rows only, ranked as a digest ranks the papers
         that came out since the last one (``since_day``), here the rows ``among``."""
         assert self._context is not None, "fit first"
-        nothing = np.zeros(0, np.int64)
         if among is None:
-            ranked = rank(self._context, liked=liked, disliked=nothing, k=DEPTH)
+            ranked = rank(self._context, ListRequest(liked, DEPTH))
             return TopRows(ranked.rows, ranked.scores / ranked.scale)
-        ranked = rank(self._dated(among), liked=liked, disliked=nothing, k=DEPTH,
-                      since_day=DIGEST_DAY)
+        ranked = rank(self._dated(among), ListRequest(liked, DEPTH, since_day=DIGEST_DAY))
         return TopRows(ranked.rows)
 
     def _dated(self, among: np.ndarray) -> RankingContext:

@@ -15,7 +15,9 @@ import numpy as np
 from pydantic import Field
 
 from recommender.core.ids import PaperId
-from recommender.ranking.rank import COLLABORATIVE_WEIGHT, Ranked, RankingContext
+from recommender.ranking.context import RankingContext
+from recommender.ranking.rank import Ranked
+from recommender.ranking.scoring import COLLABORATIVE_WEIGHT
 
 # Collaborative contribution worth telling the user about: a tenth of the most it can add.
 CF_REASON_MIN = 0.1 * COLLABORATIVE_WEIGHT

@@ -3,8 +3,9 @@ authors and keywords always first.
 
 ``plan_rules`` finds, through the corpus's indexes (``Rule.papers``: an index lookup per
 rule, not a scan), the rows a list must never show and the followed papers it must put
-first; ``Recommender.recommend`` hands the first to ``rank(..., blocked=...)`` and lays the
-second before the model's ranking (``page``). The same list serves the API and the digests.
+first; ``Recommender.recommend`` puts the plan in the list's ``ListRequest``: ``rank`` never
+shows the first, and the second come before the model's ranking (``page``). The same list
+serves the API and the digests.
 
 A followed paper is put first when it is new: dated on or after the list's ``since``, or,
 when the list has no ``since``, within the last ``FOLLOW_WINDOW_DAYS`` days before ``now``

@@ -9,6 +9,7 @@ the live collaborative model and the feedback store (what a user said), ranks wi
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Annotated
 
@@ -21,18 +22,19 @@ from recommender.core.papers import EPOCH, Paper
 from recommender.corpus.store import CorpusStore
 from recommender.embedding.cache import EmbeddingCache
 from recommender.embedding.encoders import TextEncoder
-from recommender.feedback.rules import Rule
 from recommender.feedback.store import Feedback, FeedbackStore, Signal
 from recommender.index.content_space import centre_query
 from recommender.index.paper_index import PaperIndex
 from recommender.index.store import LiveIndex
 from recommender.ranking.calibration import Calibration, default_for
 from recommender.ranking.collaborative import CollaborativeModel
-from recommender.ranking.context import LiveContext
+from recommender.ranking.context import LiveContext, RankingContext
 from recommender.ranking.explain import Recommendation, explain, followed, plain
-from recommender.ranking.rank import Ranked, RankingContext, rank, score
-from recommender.ranking.reader_rules import RulePlan, page, plan_rules
-from recommender.ranking.why_not import ListSettings, WhyNot, why_not
+from recommender.ranking.rank import Ranked, rank
+from recommender.ranking.reader_rules import plan_rules
+from recommender.ranking.request import ListRequest
+from recommender.ranking.scoring import score
+from recommender.ranking.why_not import WhyNot, why_not
 from recommender.storage.versions import LiveVersion
 
 
@@ -109,40 +111,24 @@ class Recommender:
         its calibrated ``probability``; the model's items below ``min_probability`` are left
         out (the list is then shorter than ``k``; followed papers always stay, and a list
         without likes is not cut: all its items have the same, base-rate probability)."""
-        inputs = self._inputs(user_id, now, since, exclude_served)
-        index, ctx, plan = inputs.index, inputs.ctx, inputs.plan
-        liked, disliked, served = inputs.liked, inputs.disliked, inputs.served
-        since_day = inputs.since_day
-        first, model_offset, model_k = page(len(plan.followed), offset, k)
-        extra, likes = inputs.liked_vectors, inputs.likes
-        ranked = rank(ctx, liked, disliked, model_k, offset=model_offset, diversity=diversity,
-                      served=served, exclude_served=exclude_served, since_day=since_day,
-                      blocked=plan.blocked, liked_vectors=extra)
-        ids = [index.ids[int(r)] for r in ranked.rows]
-        put_first = [(index.ids[row], rule) for row, rule in plan.followed[first]]
+        index, ctx, calibration = self._serving(now)
+        request = self._request(user_id, index, now, since, k=k, offset=offset,
+                                diversity=diversity, exclude_served=exclude_served,
+                                min_probability=min_probability)
+        ranked = rank(ctx, request)
+        put_first, _, _ = request.page()
         all_ids = index.ids
-        if len(extra):  # a like not indexed yet may be the closest: a reason too
-            ranked, all_ids = _nearest_unindexed(ranked, ctx, index.ids, inputs.unindexed_ids,
-                                                 extra)
+        if request.unindexed_ids:  # a like not indexed yet may be the closest: a reason too
+            ranked, all_ids = _nearest_unindexed(ranked, ctx, index.ids, request)
+        ids = [index.ids[int(r)] for r in ranked.rows]
         liked_ids = sorted({all_ids[int(r)] for r in ranked.nearest_like if r >= 0})
-        titles = self._corpus.titles(ids + liked_ids + [pid for pid, _ in put_first])
-        calibrated = inputs.calibration
-        first_probability = np.zeros(0)
-        if put_first:  # their probabilities: scored apart, as they were not ranked
-            first_scores = score(ctx, liked, disliked, rows=np.asarray(
-                [row for row, _ in plan.followed[first]], dtype=np.int64), served=served,
-                exclude_served=exclude_served, liked_vectors=extra)
-            first_probability = calibrated.probability(
-                first_scores.total / first_scores.scale, likes)
-        # Rules rank above the model: a followed paper scores at least what comes after it.
-        top = max([1.0, *(float(s) for s in ranked.scores[:1])])
-        items = [followed(pid, titles, rule.kind, rule.value, top, float(p))
-                 for (pid, rule), p in zip(put_first, first_probability, strict=True)]
-        probability = calibrated.probability(ranked.scores / ranked.scale, likes)
+        titles = self._corpus.titles(ids + liked_ids + [index.ids[row] for row, _ in put_first])
+        items = _followed_items(ctx, request, calibration, ranked, index.ids, titles)
+        probability = calibration.probability(ranked.scores / ranked.scale, request.likes)
         ranked_items = explain(all_ids, ctx, ranked, titles, probability)
         # Without likes every item has the base rate: nothing to tell them apart, so a
         # newcomer's list (and first digest) is not cut.
-        floor = min_probability if ranked.personalized else 0.0
+        floor = request.min_probability if ranked.personalized else 0.0
         likely = [item for item in ranked_items if (item.probability or 0.0) >= floor]
         items += likely
         if record:
@@ -165,35 +151,39 @@ class Recommender:
         (ordered by score), its score part by part and what keeps it out (``why_not.py``).
         Records nothing. NotFound for a paper not in the corpus, or not indexed yet."""
         paper = self.paper(paper_id)
-        inputs = self._inputs(user_id, now, since, exclude_served)
-        row = inputs.index.row(paper.id)  # NotFound, saying to rebuild the index
-        return why_not(user_id, paper, row, inputs.ctx, liked=inputs.liked,
-                       disliked=inputs.disliked, served=inputs.served, rules=inputs.rules,
-                       plan=inputs.plan, calibration=inputs.calibration,
-                       settings=ListSettings(k, inputs.since_day, exclude_served,
-                                             min_probability),
-                       titles=self._corpus.titles, liked_vectors=inputs.liked_vectors)
+        index, ctx, calibration = self._serving(now)
+        request = self._request(user_id, index, now, since, k=k, exclude_served=exclude_served,
+                                min_probability=min_probability)
+        row = index.row(paper.id)  # NotFound, saying to rebuild the index
+        return why_not(ctx, request, paper, row, calibration=calibration,
+                       titles=self._corpus.titles, user_id=user_id)
 
-    def _inputs(self, user_id: str, now: float, since: dt.date | None,
-                exclude_served: bool) -> _ListInputs:
-        """What a user's list is made from now: one read of their feedback, served papers
-        and rules, over the index and model served now."""
-        state = self._feedback.for_list(user_id)
-        signals = state.signals
+    def _serving(self, now: float) -> tuple[PaperIndex, RankingContext, Calibration]:
+        """The index, the ranking context and the calibration served now."""
         index = self._index.get()
         model = self._collaborative.get()
         ctx = self._context.get(index, model, self._collaborative.version,
                                 self._feedback.like_counts, now)
+        calibration = model.calibration if model is not None else default_for(index.model)
+        return index, ctx, calibration
+
+    def _request(self, user_id: str, index: PaperIndex, now: float, since: dt.date | None, *,
+                 k: int, offset: int = 0, diversity: float | None = None,
+                 exclude_served: bool, min_probability: float) -> ListRequest:
+        """The user's list as asked, made from one read of their feedback, served papers and
+        rules, over ``index``."""
+        state = self._feedback.for_list(user_id)
+        signals = state.signals
+        liked, disliked = _rows(index, signals, "like"), _rows(index, signals, "dislike")
         served = index.rows_of(state.served)
         since_day = None if since is None else float(since.toordinal() - EPOCH)
-        liked, disliked = _rows(index, signals, "like"), _rows(index, signals, "dislike")
-        rules = state.rules
-        plan = plan_rules(self._corpus, index, rules, now=now, since_day=since_day, never=(
+        plan = plan_rules(self._corpus, index, state.rules, now=now, since_day=since_day, never=(
             np.concatenate([liked, disliked] + ([served] if exclude_served else []))))
-        calibrated = model.calibration if model is not None else default_for(index.model)
-        extra_ids, extra = self._unindexed_likes(index, signals)
-        return _ListInputs(index, ctx, liked, disliked, served, since_day, rules, plan,
-                           calibrated, extra, extra_ids, len(liked) + len(extra))
+        unindexed_ids, liked_vectors = self._unindexed_likes(index, signals)
+        return ListRequest(liked, k, disliked=disliked, offset=offset, diversity=diversity,
+                           served=served, exclude_served=exclude_served, since_day=since_day,
+                           min_probability=min_probability, plan=plan, rules=tuple(state.rules),
+                           liked_vectors=liked_vectors, unindexed_ids=tuple(unindexed_ids))
 
     def _unindexed_likes(self, index: PaperIndex,
                          signals: list[Feedback]) -> tuple[list[str], np.ndarray]:
@@ -220,32 +210,32 @@ class Recommender:
         return plain(index.ids, hits, titles, reason)
 
 
-@dataclass(frozen=True)
-class _ListInputs:
-    index: PaperIndex
-    ctx: RankingContext
-    liked: np.ndarray  # rows
-    disliked: np.ndarray
-    served: np.ndarray
-    since_day: float | None
-    rules: list[Rule]
-    plan: RulePlan
-    calibration: Calibration
-    liked_vectors: np.ndarray  # likes not in the index yet, in its content space
-    unindexed_ids: list[str]  # their paper ids
-    likes: int  # all the user's likes counted (rows and vectors)
-
-
 def _rows(index: PaperIndex, signals: list[Feedback], signal: Signal) -> np.ndarray:
     """Index rows of the papers given this signal (papers not indexed yet are left out)."""
     return index.rows_of(f.paper_id for f in signals if f.signal == signal)
 
 
+def _followed_items(ctx: RankingContext, request: ListRequest, calibration: Calibration,
+                   ranked: Ranked, ids: list[str],
+                   titles: Mapping[str, str]) -> list[Recommendation]:
+    """The followed papers on the page, put first by the reader's rules: each with the model's
+    probability (scored apart, as they were not ranked) and scoring at least what comes after
+    them (the top of ``ranked``)."""
+    put_first, _, _ = request.page()
+    if not put_first:
+        return []
+    scored = score(ctx, request, rows=np.asarray([row for row, _ in put_first], dtype=np.int64))
+    probability = calibration.probability(scored.total / scored.scale, request.likes)
+    top = max([1.0, *(float(s) for s in ranked.scores[:1])])
+    return [followed(ids[row], titles, rule.kind, rule.value, top, float(p))
+            for (row, rule), p in zip(put_first, probability, strict=True)]
+
+
 def _nearest_unindexed(ranked: Ranked, ctx: RankingContext, ids: list[str],
-                       unindexed_ids: list[str],
-                       vectors: np.ndarray) -> tuple[Ranked, list[str]]:
+                       request: ListRequest) -> tuple[Ranked, list[str]]:
     """The ranked papers' nearest likes, the likes not indexed yet included: those are
     numbered after the index's rows, in the id list returned (for ``explain``)."""
+    vectors = np.asarray(request.liked_vectors)
     sims = np.asarray(ctx.vectors[ranked.rows], dtype=np.float32) @ vectors.T
     best = sims.argmax(axis=1) if len(ranked.rows) else np.zeros(0, np.int64)
     best_sim = sims[np.arange(len(best)), best]
@@ -253,4 +243,4 @@ def _nearest_unindexed(ranked: Ranked, ctx: RankingContext, ids: list[str],
     return replace(ranked,
                    nearest_like=np.where(closer, len(ids) + best, ranked.nearest_like),
                    nearest_similarity=np.where(closer, best_sim, ranked.nearest_similarity),
-                   ), list(ids) + unindexed_ids
+                   ), list(ids) + list(request.unindexed_ids)

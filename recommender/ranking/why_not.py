@@ -1,9 +1,10 @@
 """Why a paper is not on a reader's list: where it would rank, its score part by part, and what
 keeps it out, in words and as data.
 
-``why_not`` is pure (no Redis, no clock): ``Recommender.why_not`` gathers the same inputs as
-``Recommender.recommend`` (context, rated and served rows, the reader's rules) and hands them
-here, so the answer is about the list those settings give, ordered by score (diversity 0).
+``why_not`` is pure (no Redis, no clock): ``Recommender.why_not`` builds the same
+``ListRequest`` as ``Recommender.recommend`` (rated and served rows, the reader's rules, the
+list's settings) and hands it here with the context, so the answer is about the list those
+settings give, ordered by score (diversity 0).
 
 The rank is where the paper would stand if nothing kept it out: after the papers a rule puts
 first, 1 + the papers the list may show that score strictly higher. Over an exact index every
@@ -24,8 +25,9 @@ from pydantic import Field
 
 from recommender.core.ids import PaperId, UserId
 from recommender.core.papers import EPOCH, Paper
-from recommender.feedback.rules import Rule, first_match
+from recommender.feedback.rules import first_match
 from recommender.ranking.calibration import Calibration
+from recommender.ranking.context import RankingContext
 from recommender.ranking.explain import (
     Reason,
     Recommendation,
@@ -33,17 +35,13 @@ from recommender.ranking.explain import (
     followed,
     short_title,
 )
-from recommender.ranking.rank import (
-    Ranked,
-    RankingContext,
-    Scores,
-    left_out,
-    nearest_likes,
-    score,
-)
-from recommender.ranking.reader_rules import RulePlan
+from recommender.ranking.rank import Ranked
+from recommender.ranking.request import ListRequest
+from recommender.ranking.scoring import Scores, nearest_likes, score
 
 ESTIMATE_DEPTH = 200  # over an approximate index, rank among the candidates of this deep a list
+
+Titles = Callable[[list[str]], Mapping[str, str]]  # paper ids -> their titles
 
 
 # What keeps a paper out, each saying its kind first (keyword-only: built by position).
@@ -158,80 +156,56 @@ class WhyNot:
         field(default_factory=list))
 
 
-@dataclass(frozen=True)
-class ListSettings:
-    """The list the question is about, as ``Recommender.recommend`` takes it."""
-
-    k: int
-    since_day: float | None = None
-    exclude_served: bool = False
-    min_probability: float = 0.0
-
-
-def why_not(
-    user_id: str,
-    paper: Paper,
-    row: int,
-    ctx: RankingContext,
-    *,
-    liked: np.ndarray,
-    disliked: np.ndarray,
-    served: np.ndarray,
-    rules: list[Rule],
-    plan: RulePlan,
-    calibration: Calibration,
-    settings: ListSettings,
-    titles: Callable[[list[str]], Mapping[str, str]],
-    liked_vectors: np.ndarray | None = None,
-) -> WhyNot:
-    """The answer for the paper at index ``row``; ``titles`` reads the titles of papers by id
-    (for the reasons); ``liked_vectors``: likes not indexed yet, as ``rank`` takes them
-    (they count in the scores, not in the reasons)."""
-    k = settings.k
-    likes = len(liked) + (0 if liked_vectors is None else len(liked_vectors))
-    everyone = score(ctx, liked, disliked, want=max(k, ESTIMATE_DEPTH), served=served,
-                     exclude_served=settings.exclude_served, liked_vectors=liked_vectors)
-    mine = _own_scores(ctx, row, everyone, liked, disliked, served, settings.exclude_served,
-                       liked_vectors)
+def why_not(ctx: RankingContext, request: ListRequest, paper: Paper, row: int, *,
+            calibration: Calibration, titles: Titles,
+            user_id: str) -> WhyNot:
+    """The answer for the paper at index ``row`` on the list ``request`` asks for; ``titles``
+    reads the titles of papers by id (for the reasons). Likes not indexed yet count in the
+    scores, not in the reasons."""
+    k = request.k
+    everyone = score(ctx, request, want=max(k, ESTIMATE_DEPTH))
+    mine = _own_scores(ctx, request, row, everyone)
     total = float(mine.total[0])
-    probability = float(calibration.probability(mine.total / mine.scale, likes)[0])
+    probability = float(calibration.probability(mine.total / mine.scale, request.likes)[0])
 
-    hidden = left_out(ctx, everyone.rows, liked, disliked, served=served,
-                      exclude_served=settings.exclude_served, since_day=settings.since_day,
-                      blocked=plan.blocked) | (everyone.rows == row)
+    hidden = request.left_out(ctx, everyone.rows) | (everyone.rows == row)
     others = np.sort(everyone.total[~hidden])[::-1]  # the model's papers the list may show
-    first = [r for r, _ in plan.followed]
-    if row in first:
-        rank = first.index(row) + 1
-        rule = plan.followed[rank - 1][1]
-        item = followed(paper.id, {paper.id: paper.title}, rule.kind, rule.value, total,
-                        probability)
-    else:
-        rank = len(first) + 1 + int(np.sum(others > total))
-        item = _explained(ctx, mine, liked, titles, paper, probability)
-
-    blockers = _kept_out(paper, row, ctx, liked, disliked, served, rules, settings,
-                         probability, followed=row in first)
+    first = [r for r, _ in request.plan.followed]
+    rank, item = _placed(ctx, request, mine, paper, probability, first, others, titles)
+    blockers = _kept_out(ctx, request, paper, row, probability, followed=row in first)
     if rank > k:
-        blockers += _outranked(row, ctx, mine, disliked, first, others, rank, k, total,
-                               titles)
+        blockers += _outranked(ctx, request, mine, first, others, rank, titles)
     in_list = not blockers
     summary = (f"It is {_ordinal(rank)} on your list of {k} (score {total:.4f})." if in_list
                else " ".join(b.detail for b in blockers))
     return WhyNot(user_id, paper.id, paper.title, k, rank, ctx.search is not None, in_list,
                   round(total, 4), round(probability, 4), _parts(mine), item.reason,
-                  item.reasons, item.because, summary, bool(likes), blockers)
+                  item.reasons, item.because, summary, request.personalized, blockers)
 
 
-def _own_scores(ctx: RankingContext, row: int, everyone: Scores, liked: np.ndarray,
-                disliked: np.ndarray, served: np.ndarray, exclude_served: bool,
-                liked_vectors: np.ndarray | None = None) -> Scores:
+def _placed(ctx: RankingContext, request: ListRequest, mine: Scores, paper: Paper,
+            probability: float, first: list[int], others: np.ndarray,
+            titles: Titles) -> tuple[int, Recommendation]:
+    """Where the paper would stand were nothing keeping it out, and its item as the list
+    would show it: among the followed papers a rule puts first, or after them by score."""
+    row = int(mine.rows[0])
+    total = float(mine.total[0])
+    if row in first:
+        rank = first.index(row) + 1
+        rule = request.plan.followed[rank - 1][1]
+        return rank, followed(paper.id, {paper.id: paper.title}, rule.kind, rule.value, total,
+                              probability)
+    rank = len(first) + 1 + int(np.sum(others > total))
+    return rank, _explained(ctx, mine, request.liked, titles, paper, probability)
+
+
+def _own_scores(ctx: RankingContext, request: ListRequest, row: int,
+                everyone: Scores) -> Scores:
     """The paper's parts: read from the list's scoring when it was scored there (the same
     numbers the list compares), else scored alone (a paper outside the candidates)."""
     at = np.flatnonzero(everyone.rows == row)
     if not len(at):
-        return score(ctx, liked, disliked, rows=np.asarray([row]), served=served,
-                     exclude_served=exclude_served, liked_vectors=liked_vectors)
+        return score(ctx, request, rows=np.asarray([row]))
     i = at[:1]
     return Scores(everyone.rows[i], everyone.vectors[i], everyone.total[i], everyone.content[i],
                   everyone.popularity[i], everyone.collaborative[i], everyone.dislike[i],
@@ -239,7 +213,7 @@ def _own_scores(ctx: RankingContext, row: int, everyone: Scores, liked: np.ndarr
 
 
 def _explained(ctx: RankingContext, mine: Scores, liked: np.ndarray,
-               titles: Callable[[list[str]], Mapping[str, str]], paper: Paper,
+               titles: Titles, paper: Paper,
                probability: float) -> Recommendation:
     """The paper's reasons, exactly as a list item's (``explain``)."""
     nearest, similarity = nearest_likes(ctx, mine.vectors, liked)
@@ -250,42 +224,48 @@ def _explained(ctx: RankingContext, mine: Scores, liked: np.ndarray,
     return explain(ctx.item_ids, ctx, ranked, found, np.asarray([probability]))[0]
 
 
-def _kept_out(paper: Paper, row: int, ctx: RankingContext, liked: np.ndarray,
-              disliked: np.ndarray, served: np.ndarray, rules: list[Rule],
-              settings: ListSettings, probability: float, *, followed: bool) -> list[Blocker]:
+def _kept_out(ctx: RankingContext, request: ListRequest, paper: Paper, row: int,
+              probability: float, *, followed: bool) -> list[Blocker]:
     """What keeps it out whatever its score: the list never shows it."""
     blockers: list[Blocker] = []
-    if row in liked:
+    if row in request.liked:
         blockers.append(Liked("You liked it: papers you rated are never listed again."))
-    if row in disliked:
+    if row in request.disliked:
         blockers.append(Disliked("You disliked it: papers you rated are never listed again."))
-    mute = first_match(rules, "mute", paper)
+    mute = first_match(list(request.rules), "mute", paper)
     if mute is not None:
         blockers.append(Muted(f"You muted it: {mute.label}.", mute.label))
-    if settings.exclude_served and row in served:
+    if request.exclude_served and row in request.served:
         blockers.append(ServedExcluded("You were already served it, and exclude_served "
                                        "leaves served papers out."))
-    if settings.since_day is not None:
-        day = float(ctx.dates[row]) if ctx.dates is not None else math.nan
-        if not day >= settings.since_day:
-            since = _iso(settings.since_day)
-            date = None if math.isnan(day) else _iso(day)
-            words = "It has no date" if date is None else f"It is dated {date}"
-            blockers.append(BeforeSince(f"{words}; the list keeps papers dated on or after "
-                                        f"{since}.", date, since))
+    if request.since_day is not None:
+        blockers += _before_since(ctx, row, request.since_day)
     # As the list: followed papers always stay, and a list without likes is not cut (all
     # its items have the base rate).
-    if not followed and len(liked) and probability < settings.min_probability:
+    if not followed and len(request.liked) and probability < request.min_probability:
         blockers.append(BelowMinProbability(
             f"Its probability {probability:.4f} is below min_probability "
-            f"{settings.min_probability:g}.", round(probability, 4), settings.min_probability))
+            f"{request.min_probability:g}.", round(probability, 4), request.min_probability))
     return blockers
 
 
-def _outranked(row: int, ctx: RankingContext, mine: Scores, disliked: np.ndarray,
-               first: list[int], others: np.ndarray, rank: int, k: int, total: float,
-               titles: Callable[[list[str]], Mapping[str, str]]) -> list[Blocker]:
+def _before_since(ctx: RankingContext, row: int, since_day: float) -> list[Blocker]:
+    """The paper dated before the list's ``since`` (or undated), if it is."""
+    day = float(ctx.dates[row]) if ctx.dates is not None else math.nan
+    if day >= since_day:
+        return []
+    since = _iso(since_day)
+    date = None if math.isnan(day) else _iso(day)
+    words = "It has no date" if date is None else f"It is dated {date}"
+    return [BeforeSince(f"{words}; the list keeps papers dated on or after {since}.", date,
+                        since)]
+
+
+def _outranked(ctx: RankingContext, request: ListRequest, mine: Scores, first: list[int],
+               others: np.ndarray, rank: int,
+               titles: Titles) -> list[Blocker]:
     """Papers scoring higher fill the list; a dislike penalty may be what pushed it down."""
+    k, total = request.k, float(mine.total[0])
     at = k - len(first) - 1  # the k-th item's place among the model's papers
     # Followed papers come first and score at least what comes after them (recommend).
     kth = float(others[at]) if at >= 0 else max([1.0, *(float(s) for s in others[:1])])
@@ -294,7 +274,8 @@ def _outranked(row: int, ctx: RankingContext, mine: Scores, disliked: np.ndarray
         f"{kth:.4f}, this one {total:.4f}.", rank, k, round(kth, 4), round(total, 4),
         round(kth - total, 4))]
     penalty = float(mine.dislike[0])
-    if penalty > 0 and row not in disliked:
+    disliked = request.disliked
+    if penalty > 0 and int(mine.rows[0]) not in disliked:
         sims = ctx.vectors[disliked] @ mine.vectors[0]
         nearest = int(np.argmax(sims))
         disliked_id = ctx.item_ids[int(disliked[nearest])]
