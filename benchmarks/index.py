@@ -14,11 +14,12 @@ For every size it measures:
   thread (a gunicorn worker) and, for the batch, with all cores;
 - recall@100: the share of the exact top 100 that the approximate top 100 contains.
 
-The 17k case uses the real citeulike-a embeddings (all-MiniLM-L6-v2, through the embedding
-cache in --data-dir; --embed fills a missing cache, minutes on 2 cores) turned into the
-service's retrieval vectors (``build_content_space``). Larger sizes use synthetic 384-d vectors
-shaped like those (see ``synthetic_vectors``). Queries are what the service sends: a random
-paper's vector (results recorded before 2026-11-30 used queries expanded with 10 neighbours).
+The 17k case uses the real citeulike-a embeddings (the configured model, through the
+benchmarks' embedding cache in var/bench; --embed fills it, minutes on 2 cores) turned into
+the service's retrieval vectors (``build_content_space``). Larger sizes use synthetic 384-d
+vectors shaped like those (``benchmarks.synthetic.synthetic_vectors``). Queries are what the
+service sends: a random paper's vector (results recorded before 2026-11-30 used queries
+expanded with 10 neighbours).
 
 ``--share`` also starts two processes that load the same index file and reports each one's
 RSS and PSS (from /proc/<pid>/smaps_rollup), once with read_index and once memory-mapped:
@@ -26,20 +27,18 @@ that is what N gunicorn workers each hold. ``--cold-start`` times the first sear
 memory-mapped index evicted from the page cache; ``--calibrate`` compares the real and the
 synthetic vectors at 17k; ``--table`` prints the Markdown table of the results file.
 
-    .venv/bin/python benchmarks/index.py --sizes 17k,100k --share      # about 11 min, 2 cores
-    .venv/bin/python benchmarks/index.py --sizes 1M --share            # about 30 min, ~6 GB
+    python -m benchmarks.index --sizes 17k,100k --share      # about 11 min, 2 cores
+    python -m benchmarks.index --sizes 1M --share            # about 30 min, ~6 GB
 
-Prints one JSON document and merges it into benchmarks/results/index.json (one entry per
-size, so sizes can be run separately). docs/benchmarks/lists.md ("The FAISS index") has the results.
+Each size is a part of the results file (so sizes can be run separately), and so are the
+other modes' figures (``calibration``, ``cold-start``, ``openmp-threads``).
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -53,85 +52,26 @@ from typing import Any
 import faiss
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from benchmarks import citeulike, harness
+from benchmarks.harness import log
+from benchmarks.synthetic import DIM, synthetic_vectors
+from recommender.index.content_space import HNSW_EF, HNSW_M, build_content_space
 
-from recommender.index.content_space import (  # noqa: E402
-    HNSW_EF,
-    HNSW_M,
-    build_content_space,
-    normalise,
-)
-
-DIM = 384
 K = 100  # recall@K and the k of single queries
 BATCH_K = 200  # reading_list._candidates: max(200, 4 * want) with want <= 50
-RESULTS = ROOT / "benchmarks" / "results" / "index.json"
-CITEULIKE = ROOT.parent / "shared" / "data" / "citeulike-a" / "papers.jsonl"
 SIZES = {"17k": 16_980, "100k": 100_000, "1M": 1_000_000}
 
 
-# ---------------------------------------------------------------------------------------------
-# Data
-
-SPECTRUM_DECAY = 0.4
-TOPIC_SPREAD = 1.0
-SUBTOPIC_SPREAD = 1.2
-PAPER_SPREAD = 1.4
-GROUP_SIZE_SIGMA = 0.7
-
-
-def synthetic_vectors(n: int, seed: int, dim: int = DIM) -> np.ndarray:
-    """Unit vectors shaped like the service's retrieval vectors (centred, neighbour-augmented
-    sentence embeddings), for sizes beyond the real corpus.
-
-    A three-level Gaussian mixture: fields (one per 2,500 papers), topics (one per 250) and
-    subtopics (one per 25; 40,000 at 1M), papers around subtopics; the sizes of groups vary
-    (log-normal) and the spectrum decays as a power law, as sentence embeddings are far from
-    isotropic. The spreads were fitted so that, at 17k papers, the similarities to the 1st,
-    10th and 100th neighbour, the explained variance of the top principal components and the
-    recall of IVF and HNSW at small settings match the real citeulike-a retrieval vectors
-    (docs/benchmarks/lists.md). The density stays the same as n grows: more papers, more topics.
-    """
-    rng = np.random.default_rng(seed)
-    scale = np.arange(1, dim + 1, dtype=np.float32) ** -SPECTRUM_DECAY
-    scale /= np.sqrt((scale**2).sum())
-    centres = rng.standard_normal((max(2, n // 2_500), dim), dtype=np.float32)
-    for group, spread in ((250, TOPIC_SPREAD), (25, SUBTOPIC_SPREAD)):
-        parents = rng.choice(len(centres), size=max(2, n // group),
-                             p=_sizes(rng, len(centres)))
-        centres = centres[parents] + spread * rng.standard_normal(
-            (len(parents), dim), dtype=np.float32)
-    assignment = rng.choice(len(centres), size=n, p=_sizes(rng, len(centres)))
-    out = np.empty((n, dim), dtype=np.float32)
-    for start in range(0, n, 100_000):
-        part = assignment[start:start + 100_000]
-        noise = rng.standard_normal((len(part), dim), dtype=np.float32)
-        out[start:start + len(part)] = normalise((centres[part] + PAPER_SPREAD * noise) * scale)
-    return out
-
-
-def _sizes(rng: np.random.Generator, groups: int) -> np.ndarray:
-    weights = rng.lognormal(0.0, GROUP_SIZE_SIGMA, groups)
-    return weights / weights.sum()
-
-
-def real_vectors(papers_path: Path, data_dir: Path, embed: bool) -> np.ndarray | None:
-    """The citeulike-a retrieval vectors, from the embedding cache in ``data_dir`` (embedding
-    what is missing from it), or None without a cache unless ``embed``."""
-    from recommender.core.config import Settings
-    from recommender.core.papers import Paper
-    from recommender.corpus.formats import read_papers
-    from recommender.embedding.encoders import shared_embedder
-    from recommender.evaluation.dataset import paper_vectors
-
-    settings = Settings.from_env(data_dir=data_dir)
-    if not papers_path.exists() or not (embed or settings.embedding_cache_path.exists()):
+def real_vectors(embed: bool) -> np.ndarray | None:
+    """The citeulike-a retrieval vectors, from the benchmarks' embedding cache (embedding
+    what is missing from it), or None when papers are missing from it, unless ``embed``."""
+    app = harness.workspace()
+    papers = citeulike.papers()
+    if not embed and app.embedding_cache.missing(app.embedder.variant,
+                                                 [p.content_hash for p in papers]):
         return None
-    papers = [p for p in read_papers(papers_path) if isinstance(p, Paper)]
-    embedder = shared_embedder(settings.model, settings.embed_batch_size, settings.embed_backend)
-    raw, _ = paper_vectors(papers, embedder, settings.embedding_cache_path, progress=True)
-    return build_content_space(raw, settings.exact_index_max).vectors
+    raw, _ = citeulike.vectors(app, papers)
+    return build_content_space(raw, app.settings.exact_index_max).vectors
 
 
 def service_queries(vectors: np.ndarray, count: int, seed: int) -> dict[str, Any]:
@@ -356,9 +296,6 @@ def smaps(pid: int) -> dict[str, float]:
     return out
 
 
-def load_average() -> float:
-    return round(os.getloadavg()[0], 2)
-
 
 # ---------------------------------------------------------------------------------------------
 # Subprocess probe: a fresh process loads one index file (as a gunicorn worker would)
@@ -392,7 +329,7 @@ def probe(path: str, mode: str, queries_path: str, params: str, hold: bool) -> N
 
 def run_probe(path: Path, mode: str, queries_path: Path, params: dict[str, int],
               hold: bool = False) -> subprocess.Popen[str] | dict[str, Any]:
-    cmd = [sys.executable, __file__, "--probe", str(path), "--probe-mode", mode,
+    cmd = [sys.executable, "-m", "benchmarks.index", "--probe", str(path), "--probe-mode", mode,
            "--probe-queries", str(queries_path), "--probe-params", json.dumps(params)]
     if hold:
         cmd.append("--probe-hold")
@@ -508,10 +445,11 @@ def bench_size(label: str, args: argparse.Namespace, workdir: Path) -> dict[str,
     vectors = None
     source = "synthetic"
     if label == "17k" and not args.synthetic_17k:
-        vectors = real_vectors(args.papers, args.data_dir, args.embed)
-        source = "citeulike-a (all-MiniLM-L6-v2, content space)" if vectors is not None else source
+        vectors = real_vectors(args.embed)
+        source = "citeulike-a (the configured model, content space)" if vectors is not None \
+            else source
         if vectors is None:
-            log("   no complete embedding cache for citeulike-a; using synthetic vectors "
+            log("   citeulike-a is not all in the embedding cache; using synthetic vectors "
                 "(pass --embed to embed it)")
     if vectors is None:
         vectors = synthetic_vectors(n, args.seed)
@@ -536,7 +474,7 @@ def bench_size(label: str, args: argparse.Namespace, workdir: Path) -> dict[str,
             continue
         log(f"-- {label} {name}: building")
         index = kind.factory(n)
-        load_before = load_average()
+        load_before = harness.load_average()
         start = time.perf_counter()
         with threads(args.build_threads):
             if not index.is_trained:
@@ -561,7 +499,7 @@ def bench_size(label: str, args: argparse.Namespace, workdir: Path) -> dict[str,
         for params in kind.sweep:
             set_params(index, params)
             row: dict[str, Any] = dict(params)
-            row["load_avg"] = load_average()
+            row["load_avg"] = harness.load_average()
             with threads(1):
                 found, row["single_k100_1thread"] = single_queries(
                     search, queries[:single_count], K)
@@ -684,100 +622,64 @@ def describe(index: Any) -> str:
     return name
 
 
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-def write_result(result: dict[str, Any], out: Path) -> None:
-    """Print a benchmark's JSON document and record it in ``out``."""
-    text = json.dumps(result, indent=2)
-    print(text)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text + "\n")
-
-
-def machine() -> dict[str, Any]:
-    cpu = next((line.split(":", 1)[1].strip() for line in
-                Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")),
-               platform.processor())
-    mem = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
-               if line.startswith("MemTotal"))
-    return {"nproc": os.cpu_count(), "cpu": cpu, "mem_gib": round(mem / 2**20, 1),
-            "faiss": faiss.__version__, "numpy": np.__version__,
-            "python": platform.python_version(),
-            "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}
+bench = harness.Benchmark("index", __doc__)
+bench.option("--sizes", default="17k,100k,1M", quick="17k",
+             help="comma-separated, of 17k, 100k, 1M")
+bench.option("--kinds", default=DEFAULT_KINDS, quick="exact,hnsw32",
+             help=f"index kinds, of {', '.join(KINDS)}")
+bench.option("--skip", default="hnsw32_efc100@1M,hnsw16@1M,ivf_pq48_rerank@1M",
+             help="kind@size pairs not to run (the slow builds at 1M that did not pay at 100k)")
+bench.option("--queries", type=int, default=1000, quick=200,
+             help="queries for recall and single-query latency")
+bench.option("--exact-queries", type=int, default=100,
+             help="single queries for the exact index at 1M (each scans 1.5 GB)")
+bench.option("--batch", type=int, default=100,
+             help="query rows in one batch search (a user with 100 likes)")
+bench.option("--batch-repeats", type=int, default=30, quick=3, help="batch searches timed")
+bench.option("--build-threads", type=int, default=os.cpu_count() or 1,
+             help="FAISS threads for building, ground truth and the multi-thread batch")
+bench.option("--target", type=float, default=0.95,
+             help="recall@100 an approximate setting must reach")
+bench.option("--share", action="store_true",
+             help="also run two processes holding the same index (read vs mmap)")
+bench.option("--share-kinds", default="hnsw32,ivf_flat", help="index kinds for --share")
+bench.option("--probe-searches", type=int, default=1000, quick=100,
+             help="searches a fresh process runs after loading")
+bench.option("--embed", action="store_true",
+             help="embed the citeulike-a papers missing from the benchmarks' cache")
+bench.option("--synthetic-17k", action="store_true", quick=True,
+             help="use synthetic vectors at 17k too")
+bench.option("--compare-synthetic", action="store_true",
+             help="at 17k, also report the neighbour profile of synthetic vectors")
+bench.option("--workdir", type=Path, default=None,
+             help="where index files are written (default: a temporary directory)")
+bench.option("--keep-files", action="store_true", help="keep the index files")
+bench.option("--seed", type=int, default=0, help="of the vectors and queries")
+bench.option("--cold-start", type=Path, metavar="INDEX_FILE",
+             help="only measure the first searches on a memory-mapped index file (kept with "
+                  "--keep-files) evicted from the page cache")
+bench.option("--cold-queries", type=Path, metavar="QUERIES_NPY",
+             help="queries for --cold-start (the queries-<size>.npy in --workdir)")
+bench.option("--cold-params", default='{"efSearch": 128}', help="search settings for --cold-start")
+bench.option("--threads-check", action="store_true",
+             help="only show the OpenMP thread count a new thread gets after "
+                  "omp_set_num_threads(1) in the main thread")
+bench.option("--calibrate", action="store_true",
+             help="only compare the real citeulike-a vectors with synthetic ones of the same "
+                  "size (what synthetic_vectors was fitted on)")
+bench.option("--table", action="store_true",
+             help="only print the Markdown table of the results file (--out)")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description="FAISS index benchmark: build time, memory, latency (p50/p99) and "
-                    "recall@100 of exact and approximate indexes at 17k, 100k and 1M papers.")
-    parser.add_argument("--sizes", default="17k,100k,1M",
-                        help="comma-separated, of 17k, 100k, 1M (default: all)")
-    parser.add_argument("--kinds", default=DEFAULT_KINDS,
-                        help=f"index kinds, of {', '.join(KINDS)} (default: {DEFAULT_KINDS})")
-    parser.add_argument("--skip", default="hnsw32_efc100@1M,hnsw16@1M,ivf_pq48_rerank@1M",
-                        help="kind@size pairs not to run (default: the slow builds at 1M "
-                             "that did not pay at 100k)")
-    parser.add_argument("--queries", type=int, default=1000,
-                        help="queries for recall and single-query latency (1000)")
-    parser.add_argument("--exact-queries", type=int, default=100,
-                        help="single queries for the exact index at 1M (100; each scans 1.5 GB)")
-    parser.add_argument("--batch", type=int, default=100,
-                        help="query rows in one batch search (100: a user with 100 likes)")
-    parser.add_argument("--batch-repeats", type=int, default=30, help="batch searches timed (30)")
-    parser.add_argument("--build-threads", type=int, default=os.cpu_count() or 1,
-                        help="FAISS threads for building, ground truth and the multi-thread "
-                             "batch (default: all cores)")
-    parser.add_argument("--target", type=float, default=0.95,
-                        help="recall@100 an approximate setting must reach (0.95)")
-    parser.add_argument("--share", action="store_true",
-                        help="also run two processes holding the same index (read vs mmap)")
-    parser.add_argument("--share-kinds", default="hnsw32,ivf_flat",
-                        help="comma-separated index kinds for --share (hnsw32,ivf_flat)")
-    parser.add_argument("--probe-searches", type=int, default=1000,
-                        help="searches a fresh process runs after loading (1000)")
-    parser.add_argument("--papers", type=Path, default=CITEULIKE,
-                        help="citeulike-a papers.jsonl, for the real 17k vectors")
-    parser.add_argument("--data-dir", type=Path,
-                        default=Path(os.environ.get("PAPERREC_DATA_DIR") or ROOT / "var"),
-                        help="data dir whose embedding cache holds citeulike-a "
-                             "(default: $PAPERREC_DATA_DIR or var)")
-    parser.add_argument("--embed", action="store_true",
-                        help="embed citeulike-a papers missing from the cache")
-    parser.add_argument("--synthetic-17k", action="store_true",
-                        help="use synthetic vectors at 17k too")
-    parser.add_argument("--compare-synthetic", action="store_true",
-                        help="at 17k, also report the neighbour profile of synthetic vectors")
-    parser.add_argument("--workdir", type=Path, default=None,
-                        help="where index files are written (default: a temporary directory)")
-    parser.add_argument("--keep-files", action="store_true", help="keep the index files")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--cold-start", type=Path, metavar="INDEX_FILE",
-                        help="only measure the first searches on a memory-mapped index file "
-                             "(kept with --keep-files) evicted from the page cache")
-    parser.add_argument("--cold-queries", type=Path, metavar="QUERIES_NPY",
-                        help="queries for --cold-start (the queries-<size>.npy in --workdir)")
-    parser.add_argument("--cold-params", default='{"efSearch": 128}',
-                        help='search settings for --cold-start (default {"efSearch": 128})')
-    parser.add_argument("--threads-check", action="store_true",
-                        help="only show the OpenMP thread count a new thread gets after "
-                             "omp_set_num_threads(1) in the main thread")
-    parser.add_argument("--calibrate", action="store_true",
-                        help="only compare the real citeulike-a vectors with synthetic ones of "
-                             "the same size (what synthetic_vectors was fitted on)")
-    parser.add_argument("--table", action="store_true",
-                        help="only print the Markdown table of the results file (--out)")
-    parser.add_argument("--out", type=Path, default=RESULTS,
-                        help=f"JSON results, merged by size (default: {RESULTS.relative_to(ROOT)})")
-    args = parser.parse_args(argv)
+    args = bench.parse(argv)
     args.sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
     args.kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
     args.share_kinds = [k.strip() for k in args.share_kinds.split(",") if k.strip()]
     for value, known, what in ((args.sizes, SIZES, "size"), (args.kinds, KINDS, "kind")):
         for item in value:
             if item not in known:
-                parser.error(f"unknown {what} {item!r}; choose from {', '.join(known)}")
+                bench.parser.error(f"unknown {what} {item!r}; choose from {', '.join(known)}")
     skip: dict[str, set[str]] = {}
     for pair in filter(None, args.skip.split(",")):
         kind, _, size = pair.partition("@")
@@ -800,46 +702,38 @@ def main(argv: list[str] | None = None) -> None:
         return
     args = parse_args(argv)
     if args.table:
-        print(render_table(json.loads(args.out.read_text())))
+        print(render_table(harness.read_results(args.out)))
         return
     if args.cold_start:
         if args.cold_queries is None:
             raise SystemExit("--cold-start needs --cold-queries")
-        found = cold_start(args.cold_start, np.load(args.cold_queries),
-                           json.loads(args.cold_params))
-        print(json.dumps({"machine": machine(), "cold_start": found}, indent=2))
+        bench.record(args, {"cold_start": cold_start(
+            args.cold_start, np.load(args.cold_queries), json.loads(args.cold_params))},
+            part="cold-start")
         return
     if args.threads_check:
-        print(json.dumps({"machine": machine(), "openmp_per_thread": openmp_per_thread(
-            args.seed)}, indent=2))
+        bench.record(args, {"openmp_per_thread": openmp_per_thread(args.seed)},
+                     part="openmp-threads")
         return
     if args.calibrate:
-        real = real_vectors(args.papers, args.data_dir, args.embed)
+        real = real_vectors(args.embed)
         if real is None:
-            raise SystemExit("--calibrate needs the citeulike-a embeddings: pass --data-dir "
-                             "with an embedding cache, or --embed")
+            raise SystemExit("--calibrate needs the citeulike-a embeddings: pass --embed")
         with threads(args.build_threads):
             found = {"real citeulike-a": calibration(real, args.seed),
                      "synthetic": calibration(synthetic_vectors(len(real), args.seed), args.seed)}
-        print(json.dumps({"machine": machine(), "calibration": found}, indent=2))
+        bench.record(args, {"calibration": found}, part="calibration")
         return
-    report: dict[str, Any] = {
-        "machine": machine(), "command": " ".join(["benchmarks/index.py", *raw]),
-        "service": {"exact_max": 50_000, "hnsw_m": HNSW_M, "hnsw_ef_search": HNSW_EF,
-                    "hnsw_ef_construction": 40},
-        "sizes": {},
-    }
+    service = {"exact_max": 50_000, "hnsw_m": HNSW_M, "hnsw_ef_search": HNSW_EF,
+               "hnsw_ef_construction": 40}
     with tempfile.TemporaryDirectory(prefix="paperrec-index-bench-") as tmp:
         workdir = args.workdir or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
         for label in args.sizes:
             started = time.perf_counter()
-            report["sizes"][label] = bench_size(label, args, workdir)
-            report["sizes"][label]["machine"] = machine()
-            report["sizes"][label]["load_avg_end"] = load_average()
-            report["sizes"][label]["wall_s"] = round(time.perf_counter() - started)
-            save(report, args.out)
-    print(json.dumps(report, indent=2))
+            result = bench_size(label, args, workdir)
+            result["wall_s"] = round(time.perf_counter() - started)
+            bench.record(args, {"service": service, **result}, part=label)
 
 
 def render_table(results: dict[str, Any]) -> str:
@@ -851,8 +745,10 @@ def render_table(results: dict[str, Any]) -> str:
         "| 100 queries k=200 p50 / p99 ms | same, 2 threads, wall p50 ms |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    service_ef = results.get("service", {}).get("hnsw_ef_search")
-    for label, size in results["sizes"].items():
+    for label, size in results.get("parts", {}).items():
+        if label not in SIZES:
+            continue
+        service_ef = size.get("service", {}).get("hnsw_ef_search")
         for name, entry in size["indexes"].items():
             chosen = entry["memory"]["params"]
             settings = [chosen]
@@ -884,25 +780,6 @@ def render_table(results: dict[str, Any]) -> str:
                     f"| {row[threads_key]['p50_ms']:.1f} |")
     return "\n".join(lines)
 
-
-def save(report: dict[str, Any], path: Path) -> None:
-    """Merge this run's sizes into the results file (written atomically)."""
-    merged: dict[str, Any] = {}
-    if path.exists():
-        try:
-            merged = json.loads(path.read_text())
-        except ValueError:
-            merged = {}
-    merged.setdefault("sizes", {}).update(report["sizes"])
-    merged["machine"] = report["machine"]
-    merged["service"] = report["service"]
-    merged.setdefault("commands", [])
-    if report["command"] not in merged["commands"]:
-        merged["commands"].append(report["command"])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(merged, indent=2) + "\n")
-    os.replace(tmp, path)
 
 
 if __name__ == "__main__":
