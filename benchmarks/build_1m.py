@@ -1,4 +1,4 @@
-"""Building a million papers (issue 14): `paperrec ingest` and `paperrec rebuild-index --full`.
+"""Building a million papers: `paperrec ingest` and `paperrec rebuild-index --full`.
 
 Writes ``--papers`` records (default 1M) in the arXiv metadata snapshot format (Kaggle's
 ``arxiv-metadata-oai-snapshot.json``: one JSON object a line with id, submitter, authors,
@@ -9,8 +9,8 @@ mark of the process, from ``wait4``; and the sum over the process tree, sampled 
 second).
 
 Records. Every abstract with some text in the corpora on disk (citeulike-a's 1,929, the 38
-ICML 2026 seeds, the test arXiv records) is a source; its real embedding (the default model,
-through the product's ``embed_into_cache``) is cached in ``--workdir``. A record takes a
+ICML 2026 seeds, the replayed arXiv records) is a source; its real embedding (the configured
+model) is kept in the benchmarks' embedding cache (var/bench). A record takes a
 source, two or three of that source's nearest sources by embedding (so it stays on one
 topic), and strings sentences from them, starting with the first source's opening, until a
 length drawn around arXiv's ~1,000 characters. Its title joins the first half of the first
@@ -26,16 +26,15 @@ normalised mean of its sources' real embeddings weighted by the characters each 
 Gaussian noise of norm ``--noise``. The embedded sample measures how close that is: the
 cosine of each sample record's real embedding to its would-be pre-filled vector.
 
-    .venv/bin/python benchmarks/build_1m.py --papers 20k        # a few minutes
-    flock /tmp/paperrec-bench.lock .venv/bin/python benchmarks/build_1m.py --papers 1M
+    python -m benchmarks.build_1m --papers 20k        # a few minutes
+    flock /tmp/paperrec-bench.lock python -m benchmarks.build_1m --papers 1M
 
-Prints one JSON document and writes benchmarks/results/build-<size>.json. Generated data goes
-under ``--workdir`` (default var/build-1m, not in git); ``--keep`` keeps each size's data dir.
+Each size is a part of the results file. Generated data goes under ``--workdir`` (default
+var/bench/build-1m, not in git); ``--keep`` keeps each size's data dir.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import datetime as dt
 import hashlib
@@ -55,24 +54,17 @@ from typing import Any
 import numpy as np
 import psutil
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+from benchmarks import citeulike, harness
+from benchmarks.synthetic import parse_size, size_label
+from recommender.core.papers import Paper
+from recommender.corpus.formats import paper_from_record, read_papers
+from recommender.corpus.paperlist import normalise_whitespace
+from recommender.embedding.cache import EmbeddingCache
+from recommender.evaluation.dataset import paper_vectors
+from recommender.index.content_space import normalise
+from replay.oai_pmh import DEMO_RECORDS
 
-from index import machine, write_result  # type: ignore[import-not-found]  # noqa: E402
-
-from recommender.core.config import Settings  # noqa: E402
-from recommender.core.papers import Paper  # noqa: E402
-from recommender.corpus.formats import paper_from_record, read_papers  # noqa: E402
-from recommender.corpus.paperlist import normalise_whitespace  # noqa: E402
-from recommender.embedding.cache import EmbeddingCache, embed_into_cache  # noqa: E402
-from recommender.embedding.encoders import Embedder  # noqa: E402
-from recommender.index.content_space import normalise  # noqa: E402
-
-SHARED = Path("/work/shared")
-SOURCE_FILES = [SHARED / "data/citeulike-a/papers.jsonl", *sorted(SHARED.glob("seeds/*.txt")),
-                ROOT / "tests/data/arxiv/demo-records.jsonl"]
-CITEULIKE = SHARED / "data/citeulike-a/papers.jsonl"
+SOURCE_FILES = [citeulike.PAPERS, *sorted(harness.SHARED.glob("seeds/*.txt")), DEMO_RECORDS]
 SNAPSHOT = "arxiv-metadata-oai-snapshot.json"
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\\$])")
 CO_SOURCES = 20  # a record's other sources come from its first source's nearest 20
@@ -92,22 +84,12 @@ LICENSES = [None, "http://arxiv.org/licenses/nonexclusive-distrib/1.0/",
             "http://creativecommons.org/licenses/by/4.0/"]
 
 
-def parse_size(text: str) -> int:
-    text = text.strip().lower()
-    scale = {"k": 1_000, "m": 1_000_000}.get(text[-1:], 1)
-    return int(float(text.rstrip("km")) * scale)
-
-
-def size_label(n: int) -> str:
-    return f"{n // 1_000_000}M" if n % 1_000_000 == 0 else f"{n // 1000}k"
-
-
 # ---------------------------------------------------------------- sources and their vectors
 
-def load_sources(embedder: Embedder, cache_path: Path) -> tuple[list[Paper], list[list[str]],
-                                                                   np.ndarray, list[str]]:
+def load_sources() -> tuple[list[Paper], list[list[str]], np.ndarray, list[str]]:
     """Papers with an abstract of two sentences or more, their sentences, their real
-    embeddings (embedded once, kept in ``cache_path``), and every citeulike-a title."""
+    embeddings (embedded once, kept in the benchmarks' embedding cache), and every
+    citeulike-a title."""
     papers: dict[str, Paper] = {}
     for path in SOURCE_FILES:
         for item in read_papers(path):
@@ -119,17 +101,12 @@ def load_sources(embedder: Embedder, cache_path: Path) -> tuple[list[Paper], lis
         if len(parts) >= 2:
             sources.append(paper)
             sentences.append(parts)
-    cache = EmbeddingCache(cache_path)
+    app = harness.workspace()
     try:
-        hashes = [p.content_hash for p in sources]
-        missing = cache.missing(embedder.variant, hashes)
-        embed_into_cache(embedder, cache, {p.content_hash: p.text for p in sources
-                                           if p.content_hash in missing})
-        found = cache.get(embedder.variant, hashes)
+        vectors, _ = paper_vectors(sources, app.embedder, app.embedding_cache)
     finally:
-        cache.close()
-    vectors = np.stack([found[h] for h in hashes]).astype(np.float32)
-    titles = [json.loads(line)["title"] for line in CITEULIKE.open()]
+        app.close()
+    titles = [json.loads(line)["title"] for line in citeulike.PAPERS.open()]
     return sources, sentences, vectors, titles
 
 
@@ -171,7 +148,8 @@ def record(arxiv_id: str, day: dt.date, rng: random.Random,
     chosen = [first, *others]
     target = min(1900.0, max(250.0, rng.gauss(1000, 350)))
     position = dict.fromkeys(chosen, 0)
-    current, parts, given = first, [], dict.fromkeys(chosen, 0)
+    current, given = first, dict.fromkeys(chosen, 0)
+    parts: list[str] = []
     length = 0
     while length < target:
         if position[current] >= len(sentences[current]) or (parts and rng.random() < 0.4):
@@ -360,24 +338,25 @@ def sample_fidelity(folder: Path, cache_path: Path, variant: str) -> dict[str, A
     return figures
 
 
+bench = harness.Benchmark("build_1m", __doc__)
+bench.option("--papers", default="1M", quick="2k", help="records to write: 20k, 250k, 1M ...")
+bench.option("--embed-sample", type=int, default=2000, quick=50,
+             help="records embedded for real by the rebuild")
+bench.option("--noise", type=float, default=0.5,
+             help="norm of the Gaussian noise added to a pre-filled vector (0.5: the model's "
+                  "own vectors of recombined abstracts sit at a cosine of about 0.88 to their "
+                  "sources' mixture, as noise of norm 0.54 puts it)")
+bench.option("--workdir", type=Path, default=harness.WORK / "build-1m",
+             help="where the records and data dirs are generated")
+bench.option("--seed", type=int, default=0, help="of the records")
+bench.option("--keep", action="store_true", help="keep the data dir afterwards")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--papers", default="1M", help="records to write: 20k, 250k, 1M ...")
-    parser.add_argument("--embed-sample", type=int, default=2000,
-                        help="records embedded for real by the rebuild (default 2,000)")
-    parser.add_argument("--noise", type=float, default=0.5,
-                        help="norm of the Gaussian noise added to a pre-filled vector (0.5: "
-                        "the model's own vectors of recombined abstracts sit at a cosine of "
-                        "about 0.88 to their sources' mixture, as noise of norm 0.54 puts it)")
-    parser.add_argument("--workdir", type=Path, default=ROOT / "var" / "build-1m")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--keep", action="store_true", help="keep the data dir afterwards")
-    parser.add_argument("--out", type=Path, help="default benchmarks/results/build-<size>.json")
-    args = parser.parse_args(argv)
+    args = bench.parse(argv)
     n = parse_size(args.papers)
     label = size_label(n)
-    settings = Settings.from_env()
-    embedder = Embedder(settings.model, settings.embed_batch_size, settings.embed_backend)
+    variant = harness.workspace().embedder.variant
     folder = args.workdir / label
     if folder.exists():
         shutil.rmtree(folder)
@@ -386,22 +365,19 @@ def main(argv: list[str] | None = None) -> int:
     cache_path = data_dir / "embeddings.sqlite"
 
     started = time.perf_counter()
-    sources, sentences, vectors, titles = load_sources(
-        embedder, args.workdir / "source-embeddings.sqlite")
+    sources, sentences, vectors, titles = load_sources()
     prepare = round(time.perf_counter() - started, 1)
-    generated = generate(n, folder, cache_path, embedder.variant, args.embed_sample,
+    generated = generate(n, folder, cache_path, variant, args.embed_sample,
                          args.noise, args.seed, sources, sentences, vectors, titles)
-    print(f"generated in {generated['seconds']} s; ingesting", file=sys.stderr, flush=True)
+    harness.log(f"generated in {generated['seconds']} s; ingesting")
 
     env = {**os.environ, "PAPERREC_DATA_DIR": str(data_dir)}
-    paperrec = str(ROOT / ".venv" / "bin" / "paperrec")
+    paperrec = str(Path(sys.executable).with_name("paperrec"))
     ingest = run_measured([paperrec, "ingest", str(folder / SNAPSHOT)], env,
                           folder / "ingest.log")
-    print(f"ingest: {ingest['seconds']} s, {ingest['peak_rss_gib']} GiB; rebuilding",
-          file=sys.stderr, flush=True)
+    harness.log(f"ingest: {ingest['seconds']} s, {ingest['peak_rss_gib']} GiB; rebuilding")
     rebuild = run_measured([paperrec, "rebuild-index", "--full"], env, folder / "rebuild.log")
-    print(f"rebuild: {rebuild['seconds']} s, {rebuild['peak_rss_gib']} GiB", file=sys.stderr,
-          flush=True)
+    harness.log(f"rebuild: {rebuild['seconds']} s, {rebuild['peak_rss_gib']} GiB")
 
     index_root = data_dir / "index"
     current = (index_root / "CURRENT").read_text().strip() if (index_root / "CURRENT").exists() \
@@ -414,7 +390,6 @@ def main(argv: list[str] | None = None) -> int:
     embed_seconds = phases.get("embed", {}).get("seconds", 0.0)
     rate = embedded / embed_seconds if embed_seconds else None
     result = {
-        "benchmark": "build-1m",
         "papers": int(meta.get("count", 0)),
         "records_written": n,
         "ingest": ingest,
@@ -423,14 +398,14 @@ def main(argv: list[str] | None = None) -> int:
         "embedding": {
             "embedded_for_real": embedded,
             "prefilled": n - args.embed_sample,
-            "variant": embedder.variant,
+            "variant": variant,
             "embed_seconds": embed_seconds,
             "papers_per_second": round(rate, 1) if rate else None,
             "all_records_extrapolated_hours": round(n / rate / 3600, 2) if rate else None,
             "prefill": f"normalised char-weighted mean of the real embeddings of the 2-3 "
                        f"sources a record's sentences came from, plus Gaussian noise of norm "
                        f"{args.noise}",
-            "prefill_vs_real_on_sample": sample_fidelity(folder, cache_path, embedder.variant),
+            "prefill_vs_real_on_sample": sample_fidelity(folder, cache_path, variant),
         },
         "disk_bytes": {
             "snapshot_file": generated["snapshot_bytes"],
@@ -440,13 +415,12 @@ def main(argv: list[str] | None = None) -> int:
         },
         "generation": {**generated, "sources": len(sources), "prepare_seconds": prepare,
                        "noise": args.noise, "seed": args.seed},
-        "machine": {**machine(), "load_average_end": os.getloadavg()},
     }
-    write_result(result, args.out or ROOT / "benchmarks" / "results" / f"build-{label}.json")
+    bench.record(args, result, part=label)
     if not args.keep:
         shutil.rmtree(data_dir)
     return 0 if ingest["exit"] == 0 and rebuild["exit"] == 0 else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -37,6 +37,7 @@ import numpy as np
 
 from recommender import wiring
 from recommender.core.config import Settings
+from recommender.embedding.encoders import TextEncoder
 from recommender.storage.versions import write_atomically
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -217,11 +218,12 @@ def paired_ratio(base: Sequence[float], other: Sequence[float], digits: int = 3)
 SHARED_EMBEDDINGS = WORK / "embeddings.sqlite"
 
 
-def workspace(**settings: Any) -> wiring.Paperrec:
+def workspace(embedder: TextEncoder | None = None, **settings: Any) -> wiring.Paperrec:
     """The application over ``var/bench`` (the settings from the environment, e.g.
-    PAPERREC_MODEL, and these): its embedding cache is the one the benchmarks share."""
+    PAPERREC_MODEL, and these; ``embedder`` instead of the configured one): its embedding
+    cache is the one the benchmarks share."""
     WORK.mkdir(parents=True, exist_ok=True)
-    return wiring.build(Settings.from_env(data_dir=WORK, **settings))
+    return wiring.build(Settings.from_env(data_dir=WORK, **settings), embedder=embedder)
 
 
 def seed_embeddings(settings: Settings) -> None:

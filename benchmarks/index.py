@@ -1,4 +1,4 @@
-"""Index benchmark (issue 6): build time, memory and query latency of the exact FAISS index and
+"""Index: build time, memory and query latency of the exact FAISS index and
 of approximate ones, at 17k, 100k and 1M papers, with recall@100 against exact search.
 
 For every size it measures:

@@ -1,4 +1,4 @@
-"""Like counts split by bucket (the Redis Cluster layout) against one global sorted set (the
+"""Like counts: split by bucket (the Redis Cluster layout) against one global sorted set (the
 layout before it): memory, and the time of the read the ranking context makes every 5 s.
 
 Users and their likes follow ``benchmarks/redis_memory.py`` (seeded; likes lognormal, median

@@ -1,4 +1,4 @@
-"""Redis memory per user: synthetic users written through the product's own stores, measured
+"""Redis memory: per user, synthetic users written through the product's own stores, measured
 with ``INFO memory`` and ``MEMORY USAGE``, and what a served-history cap saves.
 
 Each user gets (seeded, heavy-tailed, per user):
