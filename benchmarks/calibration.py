@@ -1,4 +1,4 @@
-"""Calibration: fit the default probability calibration (``ranking.calibration.DEFAULT``) and measure it.
+"""Calibration: fit the default probability calibration (``calibration.DEFAULT``), measure it.
 
 The production ranking (``hybrid``: ``rank`` over the service's own context) ranks the top
 ``calibration.DEPTH`` papers of every user of the citeulike-a splits from their training

@@ -39,13 +39,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -54,11 +49,27 @@ import numpy as np
 
 from benchmarks import citeulike, harness
 from benchmarks.harness import log
-from benchmarks.synthetic import DIM, synthetic_vectors
+from benchmarks.index_memory import cold_start, openmp_per_thread, run_probe, shared_workers
+from benchmarks.index_search import (
+    BATCH_K,
+    DEFAULT_KINDS,
+    KINDS,
+    K,
+    Searcher,
+    batch_queries,
+    batch_shapes,
+    best_setting,
+    describe,
+    nlist_for,
+    recall,
+    service_shapes,
+    set_params,
+    single_queries,
+    threads,
+)
+from benchmarks.synthetic import synthetic_vectors
 from recommender.index.content_space import HNSW_EF, HNSW_M, build_content_space
 
-K = 100  # recall@K and the k of single queries
-BATCH_K = 200  # reading_list._candidates: max(200, 4 * want) with want <= 50
 SIZES = {"17k": 16_980, "100k": 100_000, "1M": 1_000_000}
 
 
@@ -112,331 +123,6 @@ def calibration(vectors: np.ndarray, seed: int) -> dict[str, float]:
         graph.hnsw.efSearch = ef
         out[f"hnsw32_ef{ef}_recall@100"] = recall(graph.search(queries, K)[1], truth, K)
     return out
-
-
-# ---------------------------------------------------------------------------------------------
-# Index kinds
-
-
-@dataclass
-class Kind:
-    """One index type: how to build it and which search settings to sweep."""
-
-    name: str
-    factory: Callable[[int], Any]  # n -> untrained index
-    sweep: list[dict[str, int]] = field(default_factory=lambda: [{}])
-    rerank: int = 0  # search rerank x k with the index, re-score exactly from the vectors
-    service: str = ""  # "exact" / "approximate": what index.py builds at some size
-    train_per_list: int = 64
-
-
-def nlist_for(n: int) -> int:
-    """Inverted lists: a power of two near 4 sqrt(n) (512 at 17k, 1024 at 100k, 4096 at 1M)."""
-    return int(2 ** round(np.log2(4 * np.sqrt(n))))
-
-
-def hnsw(m: int, ef_construction: int) -> Callable[[int], Any]:
-    def make(n: int) -> Any:
-        index = faiss.IndexHNSWFlat(DIM, m, faiss.METRIC_INNER_PRODUCT)
-        index.hnsw.efConstruction = ef_construction
-        return index
-    return make
-
-
-def factory(spec: Callable[[int], str]) -> Callable[[int], Any]:
-    return lambda n: faiss.index_factory(DIM, spec(n), faiss.METRIC_INNER_PRODUCT)
-
-
-EF_SWEEP = [{"efSearch": ef} for ef in (16, 32, 64, 128, 256, 512)]
-NPROBE_SWEEP = [{"nprobe": p} for p in (4, 8, 16, 32, 64, 128)]
-
-KINDS = {
-    "exact": Kind("exact", lambda n: faiss.IndexFlatIP(DIM), service="exact"),
-    "hnsw32": Kind("hnsw32", hnsw(HNSW_M, 40), EF_SWEEP, service="approximate"),
-    "hnsw32_efc100": Kind("hnsw32_efc100", hnsw(HNSW_M, 100), EF_SWEEP),
-    "hnsw16": Kind("hnsw16", hnsw(16, 40), EF_SWEEP),
-    "ivf_flat": Kind("ivf_flat", factory(lambda n: f"IVF{nlist_for(n)},Flat"), NPROBE_SWEEP),
-    "ivf_sq8_rerank": Kind("ivf_sq8_rerank", factory(lambda n: f"IVF{nlist_for(n)},SQ8"),
-                           NPROBE_SWEEP, rerank=2),
-    "ivf_pq48_rerank": Kind("ivf_pq48_rerank", factory(lambda n: f"IVF{nlist_for(n)},PQ48"),
-                            NPROBE_SWEEP, rerank=4),
-    "hnsw32_sq8_rerank": Kind("hnsw32_sq8_rerank", factory(lambda n: "HNSW32,SQ8"),
-                              EF_SWEEP, rerank=2),
-}
-DEFAULT_KINDS = "exact,hnsw32,hnsw32_efc100,hnsw16,ivf_flat,ivf_sq8_rerank,ivf_pq48_rerank"
-
-
-def set_params(index: Any, params: dict[str, int]) -> None:
-    inner: Any = faiss.downcast_index(index)
-    for key, value in params.items():
-        if key == "efSearch":
-            inner.hnsw.efSearch = value
-        elif key == "nprobe":
-            faiss.extract_index_ivf(inner).nprobe = value
-
-
-class Searcher:
-    """index.search, plus exact re-scoring of rerank x k candidates from the vectors.
-
-    ``faiss_cpu`` is the CPU time of the last index.search alone: the service's ranking scores
-    its candidates exactly anyway, so there the re-scoring here comes for free.
-    """
-
-    def __init__(self, index: Any, vectors: np.ndarray, rerank: int,
-                 params: Callable[[int], Any] | None = None) -> None:
-        self.index, self.vectors, self.rerank = index, vectors, rerank
-        self.params = params  # k -> faiss.SearchParameters for this call
-        self.faiss_cpu = 0.0
-
-    def __call__(self, queries: np.ndarray, k: int) -> np.ndarray:
-        start = time.process_time()
-        wanted = max(1, self.rerank) * k
-        if self.params is None:
-            _, rows = self.index.search(queries, wanted)
-        else:
-            _, rows = self.index.search(queries, wanted, params=self.params(wanted))
-        self.faiss_cpu = time.process_time() - start
-        if not self.rerank:
-            return rows
-        found = self.vectors[np.maximum(rows, 0)]  # (q, rerank * k, d)
-        scores = np.matmul(found, queries[:, :, None])[:, :, 0]
-        scores[rows < 0] = -np.inf
-        best = np.argpartition(-scores, k - 1, axis=1)[:, :k]
-        order = np.take_along_axis(scores, best, 1).argsort(axis=1)[:, ::-1]
-        return np.take_along_axis(rows, np.take_along_axis(best, order, 1), 1)
-
-
-# ---------------------------------------------------------------------------------------------
-# Measuring
-
-
-def percentiles(wall: list[float], cpu: list[float] | None = None,
-                faiss_cpu: list[float] | None = None) -> dict[str, float]:
-    """p50/p99/mean in ms of wall-clock time and, when given, of CPU time.
-
-    On a shared, oversubscribed machine the wall clock includes time spent waiting for a core;
-    the CPU time of the searching thread is what the search costs on an idle core.
-    """
-    out = {}
-    for name, seconds in (("", wall), ("cpu_", cpu), ("faiss_cpu_", faiss_cpu)):
-        if seconds is None:
-            continue
-        ms = np.asarray(seconds) * 1e3
-        out[f"{name}p50_ms"] = round(float(np.percentile(ms, 50)), 3)
-        out[f"{name}p99_ms"] = round(float(np.percentile(ms, 99)), 3)
-        out[f"{name}mean_ms"] = round(float(ms.mean()), 3)
-    return out
-
-
-def recall(found: np.ndarray, truth: np.ndarray, k: int) -> float:
-    hits = [len(np.intersect1d(f[:k], t[:k])) for f, t in zip(found, truth, strict=True)]
-    return round(float(np.mean(hits)) / k, 4)
-
-
-def timed(search: Searcher, queries: np.ndarray, k: int) -> tuple[np.ndarray, float, float]:
-    """Rows found, wall seconds and CPU seconds (all threads of this process)."""
-    wall, cpu = time.perf_counter(), time.process_time()
-    rows = search(queries, k)
-    return rows, time.perf_counter() - wall, time.process_time() - cpu
-
-
-def single_queries(search: Searcher, queries: np.ndarray,
-                   k: int) -> tuple[np.ndarray, dict[str, float]]:
-    search(queries[:5], k)  # warm up
-    rows, walls, cpus, faiss_cpus = [], [], [], []
-    for q in queries:
-        found, wall, cpu = timed(search, q[None, :], k)
-        rows.append(found[0])
-        walls.append(wall)
-        cpus.append(cpu)
-        faiss_cpus.append(search.faiss_cpu)
-    return np.stack(rows), percentiles(walls, cpus, faiss_cpus if search.rerank else None)
-
-
-def batch_queries(search: Searcher, queries: np.ndarray, rows: int, k: int,
-                  repeats: int) -> tuple[np.ndarray, dict[str, float]]:
-    """``repeats`` searches of ``rows`` query rows each (CPU time summed over threads)."""
-    first, walls, cpus, faiss_cpus = None, [], [], []
-    search(queries[:rows], k)  # warm up
-    for r in range(repeats):
-        part = np.ascontiguousarray(np.roll(queries, -r * rows, axis=0)[:rows])
-        found, wall, cpu = timed(search, part, k)
-        walls.append(wall)
-        cpus.append(cpu)
-        faiss_cpus.append(search.faiss_cpu)
-        if first is None:
-            first = found
-    assert first is not None
-    return first, percentiles(walls, cpus, faiss_cpus if search.rerank else None)
-
-
-@contextmanager
-def threads(count: int) -> Iterator[None]:
-    before = faiss.omp_get_max_threads()
-    faiss.omp_set_num_threads(count)
-    try:
-        yield
-    finally:
-        faiss.omp_set_num_threads(before)
-
-
-def memory() -> dict[str, float]:
-    """This process's smaps_rollup, in MiB."""
-    return smaps(os.getpid())
-
-
-def smaps(pid: int) -> dict[str, float]:
-    fields = {"Rss", "Pss", "Pss_Anon", "Pss_File", "Shared_Clean", "Private_Clean",
-              "Private_Dirty", "Anonymous"}
-    out: dict[str, float] = {}
-    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-        parts = line.split()
-        if parts and parts[0].rstrip(":") in fields:
-            out[parts[0].rstrip(":").lower() + "_mb"] = round(int(parts[1]) / 1024, 1)
-    return out
-
-
-
-# ---------------------------------------------------------------------------------------------
-# Subprocess probe: a fresh process loads one index file (as a gunicorn worker would)
-
-
-def probe(path: str, mode: str, queries_path: str, params: str, hold: bool) -> None:
-    faiss.omp_set_num_threads(1)
-    queries = np.load(queries_path)
-    before = memory()
-    start = time.perf_counter()
-    flags = faiss.IO_FLAG_MMAP_IFC if mode == "mmap" else 0
-    index = faiss.read_index(path, flags)
-    load_s = time.perf_counter() - start
-    set_params(index, json.loads(params))
-    loaded = memory()
-    walls, cpus = [], []
-    for q in queries:
-        wall, cpu = time.perf_counter(), time.process_time()
-        index.search(q[None, :], K)
-        walls.append(time.perf_counter() - wall)
-        cpus.append(time.process_time() - cpu)
-    searched = memory()
-    skip = len(queries) // 10  # the first searches fault the pages in
-    report = {"mode": mode, "load_s": round(load_s, 3), "baseline": before, "loaded": loaded,
-              "after_searches": searched, "searches": len(queries),
-              "single": percentiles(walls[skip:], cpus[skip:])}
-    print(json.dumps(report), flush=True)
-    if hold:
-        sys.stdin.read()  # the parent reads our smaps, then closes stdin
-
-
-def run_probe(path: Path, mode: str, queries_path: Path, params: dict[str, int],
-              hold: bool = False) -> subprocess.Popen[str] | dict[str, Any]:
-    cmd = [sys.executable, "-m", "benchmarks.index", "--probe", str(path), "--probe-mode", mode,
-           "--probe-queries", str(queries_path), "--probe-params", json.dumps(params)]
-    if hold:
-        cmd.append("--probe-hold")
-        return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    done = subprocess.run(cmd, capture_output=True, text=True, check=True)
-    return dict(json.loads(done.stdout.splitlines()[-1]))
-
-
-def shared_workers(path: Path, queries_path: Path, params: dict[str, int],
-                   workers: int = 2) -> dict[str, Any]:
-    """``workers`` processes hold the same index at once: RSS and PSS of each."""
-    out: dict[str, Any] = {"index_file": path.name, "file_mb": round(path.stat().st_size / 2**20)}
-    for mode in ("read", "mmap"):
-        procs = [run_probe(path, mode, queries_path, params, hold=True) for _ in range(workers)]
-        reports = []
-        for proc in procs:
-            assert isinstance(proc, subprocess.Popen) and proc.stdout is not None
-            reports.append(json.loads(proc.stdout.readline()))
-        together = [smaps(proc.pid) for proc in procs]  # type: ignore[union-attr]
-        for proc in procs:
-            assert isinstance(proc, subprocess.Popen) and proc.stdin is not None
-            proc.stdin.close()
-            proc.wait()
-        out[mode] = {"per_worker": together,
-                     "alone_after_load": [r["loaded"] for r in reports],
-                     "load_s": [r["load_s"] for r in reports]}
-        print(f"  share {mode}: " + ", ".join(
-            f"RSS {m['rss_mb']:.0f} MiB PSS {m['pss_mb']:.0f} MiB" for m in together),
-            file=sys.stderr, flush=True)
-    return out
-
-
-def openmp_per_thread(seed: int) -> dict[str, Any]:
-    """What a gunicorn request thread gets after the worker limits FAISS to one thread in its
-    main thread (as service/server.py does): OpenMP keeps the thread count per thread."""
-    import threading
-
-    faiss.omp_set_num_threads(1)
-    vectors = synthetic_vectors(50_000, seed)
-    index = faiss.IndexHNSWFlat(DIM, HNSW_M, faiss.METRIC_INNER_PRODUCT)
-    index.add(vectors)
-    out: dict[str, Any] = {}
-
-    def measure(label: str, set_here: bool) -> None:
-        if set_here:
-            faiss.omp_set_num_threads(1)
-        wall, cpu = time.perf_counter(), time.process_time()
-        for _ in range(100):
-            index.search(vectors[:8], K)
-        out[label] = {"omp_get_max_threads": faiss.omp_get_max_threads(),
-                      "wall_ms_per_8_row_search": round((time.perf_counter() - wall) * 10, 3),
-                      "cpu_ms_per_8_row_search": round((time.process_time() - cpu) * 10, 3)}
-
-    measure("main thread, after omp_set_num_threads(1)", False)
-    for label, set_here in (("new thread", False), ("new thread, set in it", True)):
-        thread = threading.Thread(target=measure, args=(label, set_here))
-        thread.start()
-        thread.join()
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
-# Cold start: a memory-mapped index whose file is not in the page cache
-
-
-def cold_start(path: Path, queries: np.ndarray, params: dict[str, int]) -> dict[str, Any]:
-    """The first searches (8 rows, k=100) on a memory-mapped index, with the file evicted
-    from the page cache (POSIX_FADV_DONTNEED, this file only) and then: nothing, a
-    posix_fadvise(WILLNEED) hint, or one sequential read of the file."""
-    def evict() -> None:
-        with open(path, "rb") as file:
-            os.posix_fadvise(file.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
-
-    def read_through() -> None:
-        buffer = bytearray(1 << 24)
-        with open(path, "rb", buffering=0) as file:
-            while file.readinto(buffer):
-                pass
-
-    def willneed() -> None:
-        with open(path, "rb") as file:
-            os.posix_fadvise(file.fileno(), 0, 0, os.POSIX_FADV_WILLNEED)
-
-    out: dict[str, Any] = {"index_file": path.name,
-                           "file_mb": round(path.stat().st_size / 2**20), **params}
-    faiss.omp_set_num_threads(1)
-    for name, warm in (("cold", None), ("willneed", willneed), ("read_through", read_through)):
-        evict()
-        start = time.perf_counter()
-        if warm is not None:
-            warm()
-        warm_s = time.perf_counter() - start
-        index = faiss.read_index(str(path), faiss.IO_FLAG_MMAP_IFC)
-        set_params(index, params)
-        batches = []
-        for i in range(5):
-            start = time.perf_counter()
-            index.search(queries[8 * i:8 * i + 8], K)
-            batches.append(round((time.perf_counter() - start) * 1e3, 1))
-        out[name] = {"warm_s": round(warm_s, 2), "first_batches_8x100_ms": batches}
-        log(f"{name}: warm-up {warm_s:.2f} s, first 8-query searches {batches} ms")
-        del index
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
-# One size
 
 
 def bench_size(label: str, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
@@ -521,7 +207,8 @@ def bench_size(label: str, args: argparse.Namespace, workdir: Path) -> dict[str,
                 f"({args.build_threads} threads)")
         params = best_setting(entry["settings"], args.target)
         if kind.sweep != [{}] or name == "exact":
-            entry["batch_shapes"] = batch_shapes(search, index, params, queries, truth, args)
+            entry["batch_shapes"] = batch_shapes(search, index, params, queries, truth,
+                                                 args.batch_repeats)
         if not kind.rerank and kind.sweep != [{}]:
             entry["service_shapes"] = service_shapes(index, vectors, params, queries, truth,
                                                      args.batch_repeats)
@@ -540,86 +227,6 @@ def bench_size(label: str, args: argparse.Namespace, workdir: Path) -> dict[str,
         if not args.keep_files:
             path.unlink()
     return result
-
-
-# (query rows, k): 100 likes searched one by one with 200 candidates each (the brief), fewer
-# candidates per like, and 8 interest clusters with per_query = max(100, 4 * want) (what the
-# ranking searched before its one search and graph walk).
-BATCH_SHAPES = ((100, 200), (100, 50), (100, 20), (16, 200), (8, 200), (8, 100))
-
-
-def batch_shapes(search: Searcher, index: Any, params: dict[str, int], queries: np.ndarray,
-                 truth: np.ndarray, args: argparse.Namespace) -> list[dict[str, Any]]:
-    """At the chosen setting: other shapes of the per-request search (fewer query rows, or
-    fewer candidates per row), the levers the ranking code has for users with many likes."""
-    set_params(index, params)
-    repeats = args.batch_repeats if params or index.ntotal <= 100_000 else 5
-    out = []
-    for rows, k in BATCH_SHAPES:
-        with threads(1):
-            found, timing = batch_queries(search, queries, rows, k, repeats)
-        out.append({"rows": rows, "k": k, **params, f"recall@{k}": recall(found, truth[:rows], k),
-                    "1thread": timing})
-        log(f"   batch {rows} x k={k}: cpu p50 {timing['cpu_p50_ms']} ms "
-            f"wall p50 {timing['p50_ms']} ms")
-    return out
-
-
-# What the ranking asked for per request (results/index.json): 8 interest clusters (before
-# them, one row per like) with per_query = max(100, 4 * want) candidates each; it now makes
-# one search for the user's direction and walks the neighbour graph.
-SERVICE_SHAPES = ((8, 100), (8, 200), (100, 100), (100, 200))
-
-
-def service_shapes(index: Any, vectors: np.ndarray, chosen: dict[str, int],
-                   queries: np.ndarray, truth: np.ndarray,
-                   repeats: int) -> list[dict[str, Any]]:
-    """The per-request searches with the settings recommended for the service: HNSW with
-    efSearch = max(HNSW_EF, k) per call (FAISS does not raise efSearch to k by itself, so
-    k=200 at efSearch 128 loses recall), IVF with the chosen nprobe and twice it."""
-    inner: Any = faiss.downcast_index(index)
-    api: Any = faiss  # the type stubs lack the SearchParameters classes
-
-    def hnsw_params(k: int) -> Any:
-        return api.SearchParametersHNSW(efSearch=max(HNSW_EF, k))
-
-    def ivf_params(nprobe: int) -> Callable[[int], Any]:
-        return lambda k: api.SearchParametersIVF(nprobe=nprobe)
-
-    variants: list[tuple[str, Callable[[int], Any]]] = []
-    if hasattr(inner, "hnsw"):
-        variants.append((f"efSearch=max({HNSW_EF},k)", hnsw_params))
-    elif "nprobe" in chosen:
-        variants += [(f"nprobe={p}", ivf_params(p))
-                     for p in (chosen["nprobe"], 2 * chosen["nprobe"])]
-    out = []
-    for label, params in variants:
-        search = Searcher(index, vectors, 0, params)
-        for rows, k in SERVICE_SHAPES:
-            with threads(1):
-                found, timing = batch_queries(search, queries, rows, k, repeats)
-            out.append({"setting": label, "rows": rows, "k": k,
-                        f"recall@{k}": recall(found, truth[:rows], k), "1thread": timing})
-            log(f"   service {label} {rows} x k={k}: recall {out[-1][f'recall@{k}']:.3f} "
-                f"cpu p50 {timing['cpu_p50_ms']} ms wall p50 {timing['p50_ms']} ms")
-    return out
-
-
-def best_setting(settings: list[dict[str, Any]], target: float) -> dict[str, int]:
-    """The cheapest search setting reaching the recall target (sweeps go from cheap to
-    costly; the last one when none does)."""
-    best = next((s for s in settings if s["recall@100"] >= target), settings[-1])
-    return {k: v for k, v in best.items() if k in ("efSearch", "nprobe")}
-
-
-def describe(index: Any) -> str:
-    index = faiss.downcast_index(index)
-    name = type(index).__name__
-    if hasattr(index, "nlist"):
-        name += f"(nlist={index.nlist})"
-    if hasattr(index, "hnsw"):
-        name += f"(M={index.hnsw.nb_neighbors(0) // 2}, efConstruction={index.hnsw.efConstruction})"
-    return name
 
 
 bench = harness.Benchmark("index", __doc__)
@@ -689,17 +296,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
-    raw = sys.argv[1:] if argv is None else argv
-    if "--probe" in raw:  # internal: one fresh process loading one index file
-        parser = argparse.ArgumentParser()
-        parser.add_argument("--probe")
-        parser.add_argument("--probe-mode")
-        parser.add_argument("--probe-queries")
-        parser.add_argument("--probe-params", default="{}")
-        parser.add_argument("--probe-hold", action="store_true")
-        p = parser.parse_args(raw)
-        probe(p.probe, p.probe_mode, p.probe_queries, p.probe_params, p.probe_hold)
-        return
     args = parse_args(argv)
     if args.table:
         print(render_table(harness.read_results(args.out)))
