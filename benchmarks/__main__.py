@@ -16,14 +16,14 @@ from pathlib import Path
 PACKAGE = Path(__file__).parent
 # What the benchmarks share, not benchmarks themselves.
 HELPERS = {"__init__", "__main__", "harness", "citeulike", "synthetic", "served",
-           "index_search", "index_memory", "rank_cost_child", "loadtest_client",
-           "build_1m_records"}
+           "index_search", "index_memory", "rank_cost_child", "api_latency_child",
+           "loadtest_client", "build_1m_records"}
 # Each runs in well under a minute with --quick on 2 idle cores (`make bench`). The others
 # prove they run with --quick too, but load the model in several processes or fit the
 # ranking several times over (calibration, embedding, embed_cluster, models, intake,
 # rebuild, recommendations, build_1m).
 QUICK = ("harvest", "training", "like_counts", "redis_memory", "index", "web_page",
-         "path_cost", "rank_cost", "loadtest")
+         "path_cost", "rank_cost", "api_latency", "loadtest")
 
 
 def benchmarks() -> dict[str, str]:

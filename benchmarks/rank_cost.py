@@ -26,10 +26,6 @@ of the results file.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -53,15 +49,10 @@ bench.option("--table", action="store_true",
 
 def run_child(checkout: Path, size: str, args: argparse.Namespace,
               prepare: bool = False) -> dict[str, Any]:
-    """One measurement in a fresh process whose ``recommender`` is the checkout's: first on
-    PYTHONPATH, and PYTHONSAFEPATH keeps the working directory off the path."""
-    command = [sys.executable, "-m", "benchmarks.rank_cost_child", str(checkout), size,
-               args.likes, str(args.users), str(args.workdir), str(args.seed)]
-    env = {**os.environ, "PYTHONSAFEPATH": "1",
-           "PYTHONPATH": os.pathsep.join([str(checkout), str(harness.ROOT)])}
-    out = subprocess.run(command + (["--prepare"] if prepare else []), check=True, text=True,
-                         capture_output=True, env=env, cwd=harness.ROOT)
-    return dict(json.loads(out.stdout))
+    """One measurement in a fresh process whose ``recommender`` is the checkout's."""
+    argv = [str(checkout), size, args.likes, str(args.users), str(args.workdir),
+            str(args.seed), *(["--prepare"] if prepare else [])]
+    return dict(harness.run_in_checkout(checkout, "benchmarks.rank_cost_child", argv))
 
 
 def compare(size: str, args: argparse.Namespace) -> dict[str, Any]:
