@@ -126,14 +126,10 @@ def warm_up(clients: list[Client], seconds: float) -> None:
 def percentiles(seconds: list[float]) -> dict[str, float | int]:
     if not seconds:
         return {"count": 0}
-    ordered = sorted(seconds)
-
-    def at(q: float) -> float:
-        return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000, 2)
-
-    return {"count": len(ordered), "p50_ms": at(0.50), "p90_ms": at(0.90), "p99_ms": at(0.99),
-            "max_ms": round(ordered[-1] * 1000, 2),
-            "mean_ms": round(sum(ordered) / len(ordered) * 1000, 2)}
+    return {"count": len(seconds),
+            **harness.percentiles(seconds, (50, 90, 99), scale=1000, suffix="_ms"),
+            "max_ms": round(max(seconds) * 1000, 2),
+            "mean_ms": round(sum(seconds) / len(seconds) * 1000, 2)}
 
 
 def read_back(client: Client, user: str, patience: float = 120.0) -> Any:
