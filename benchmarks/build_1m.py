@@ -31,6 +31,8 @@ cosine of each sample record's real embedding to its would-be pre-filled vector.
 
 Each size is a part of the results file. Generated data goes under ``--workdir`` (default
 var/bench/build-1m, not in git); ``--keep`` keeps each size's data dir.
+
+The figures and what they show: docs/benchmarks/rebuild.md ("Building a million papers").
 """
 
 from __future__ import annotations

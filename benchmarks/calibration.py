@@ -13,6 +13,8 @@ of the results file.
 
     python -m benchmarks.calibration                                       # ~10 min, 2 cores
     PAPERREC_MODEL=all-mpnet-base-v2 python -m benchmarks.calibration      # the other model
+
+The figures and what they show: docs/evaluation.md.
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ slows all alike.
 
     python -m benchmarks.embed_cluster                 # 400 texts, about 3 min
     python -m benchmarks.embed_cluster --limit 1000 --repeats 3
+
+The figures and what they show: docs/benchmarks/embedding.md ("On a cluster").
 """
 
 from __future__ import annotations

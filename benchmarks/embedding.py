@@ -35,6 +35,8 @@ embedding cache (var/bench; a second run embeds nothing) and evaluates the ``con
 Each backend also starts once in a fresh process (``cold_start``: seconds to the first vector,
 peak memory, whether torch was imported), as a gunicorn worker does. The side-by-side run and
 ``--cold-start-only`` are two parts of the results file.
+
+The figures and what they show: docs/benchmarks/embedding.md.
 """
 
 from __future__ import annotations

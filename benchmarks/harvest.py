@@ -11,6 +11,8 @@ medians are reported, in records per second. Against arXiv itself the politeness
 (3 s a request) and the network dominate: 20 pages take at least 60 s.
 
     python -m benchmarks.harvest              # about 1 min
+
+The figures and what they show: docs/benchmarks/ingest.md ("A harvest").
 """
 
 from __future__ import annotations

@@ -32,6 +32,8 @@ synthetic vectors at 17k; ``--table`` prints the Markdown table of the results f
 
 Each size is a part of the results file (so sizes can be run separately), and so are the
 other modes' figures (``calibration``, ``cold-start``, ``openmp-threads``).
+
+The figures and what they show: docs/benchmarks/lists.md ("The FAISS index").
 """
 
 from __future__ import annotations

@@ -23,6 +23,9 @@ only the first run pays for embedding the base.
   personalized list), with the model already loaded as in a running service.
 
     python -m benchmarks.intake            # first run about 15 min, later ~5 min
+
+The figures and what they show: docs/benchmarks/ingest.md ("A day's papers, and a library moving
+in").
 """
 
 from __future__ import annotations

@@ -14,6 +14,8 @@ Each read is timed 7 times; the median is reported. Everything is in a namespace
 deleted at the end.
 
     flock /tmp/paperrec-bench.lock nice python -m benchmarks.like_counts --users 100000
+
+The figures and what they show: docs/benchmarks/memory.md ("Like counts by bucket").
 """
 
 from __future__ import annotations

@@ -20,6 +20,8 @@ DELETE whose feedback is back, is a lost write. A write that failed without an a
 
 Environment: REDIS_URL (Redis of the started server), PAPERREC_API_KEY (the key to send, as
 --api-key).
+
+The figures and what they show: docs/benchmarks/lists.md ("Load test").
 """
 
 from __future__ import annotations

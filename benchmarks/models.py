@@ -24,6 +24,8 @@ evaluate`` with ``PAPERREC_MODEL`` set), not here. ``--models`` with one model m
 alone (no ratios).
 
     python -m benchmarks.models   # about 10 min on 2 cores; the first run 5 more
+
+The figures and what they show: docs/benchmarks/embedding.md ("The two packaged models").
 """
 
 from __future__ import annotations

@@ -20,6 +20,8 @@ how much of the list the candidate path shares with scoring every paper (``agree
 fraction of its k papers in the exact list).
 
     python -m benchmarks.path_cost --sizes 17k,100k,1M
+
+The figures and what they show: docs/benchmarks/lists.md ("The cheapest path").
 """
 
 from __future__ import annotations

@@ -21,6 +21,8 @@ of the results file.
     git worktree add --detach ../rank-old 379b939
     python -m benchmarks.rank_cost --old ../rank-old --new .   # ~6 min, 2 cores
     python -m benchmarks.rank_cost --table
+
+The figures and what they show: docs/benchmarks/lists.md ("Ranking cost, old against new").
 """
 
 from __future__ import annotations

@@ -24,6 +24,8 @@ every citeulike-a paper (embedded the first time, once).
 
     python -m benchmarks.rebuild                      # citeulike-a, about 5 min
     python -m benchmarks.rebuild --synthetic 100k     # plus 100k, about 15 min
+
+The figures and what they show: docs/benchmarks/rebuild.md ("Incremental against full").
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ inside the app), and the resident and proportional memory of each worker is read
 
     python -m benchmarks.recommendations --sizes 100k      # about 10 minutes
     python -m benchmarks.recommendations --sizes 100k,1M   # 1M builds for ~1 hour
+
+The figures and what they show: docs/benchmarks/lists.md ("Reading lists over HTTP").
 """
 
 from __future__ import annotations

@@ -36,6 +36,8 @@ shared one's setting is not changed by the benchmark)::
 
     redis-server --port 6390 --save "" --appendonly no --zset-max-listpack-entries 2048 &
     python -m benchmarks.redis_memory --redis-url redis://127.0.0.1:6390/0
+
+The figures and what they show: docs/benchmarks/memory.md ("Redis memory per user").
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ reader's likes) for ``--fold-ins`` readers (p50, p99).
 
     python -m benchmarks.training                  # P10, about 1 min
     python -m benchmarks.training --split P1 --repeats 5
+
+The figures and what they show: docs/benchmarks/rebuild.md ("Training the collaborative model").
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ Reported: p50 and p99 of each and the page's extra time (p50 and p99 differences
 
     python -m benchmarks.web_page      # ~3 min with citeulike-a in the benchmarks'
                                        # embedding cache (var/bench), ~6 min without
+
+The figures and what they show: docs/benchmarks/lists.md ("The list page against the JSON list").
 """
 
 from __future__ import annotations
