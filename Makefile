@@ -8,7 +8,7 @@ PORT   ?= 8000
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install install-mpnet run test test-fast check docs clean
+.PHONY: install install-mpnet run test test-fast check bench docs clean
 
 install: $(VENV)/.installed
 
@@ -44,8 +44,8 @@ test-fast: install
 	$(BIN)/pytest -m "not model and not extras and not system"
 
 check: install
-	$(BIN)/ruff check recommender service scripts tests docs
-	$(BIN)/mypy recommender service scripts docs/gen_pages.py
+	$(BIN)/ruff check recommender service scripts tests benchmarks replay docs
+	$(BIN)/mypy recommender service scripts benchmarks replay docs/gen_pages.py
 	$(BIN)/lint-imports
 
 # The documentation site (mkdocs.yml), built strictly into site/: a broken link or any warning
@@ -64,6 +64,11 @@ $(MERMAID_JS): | install
 	tmp=$$(mktemp -d) && cd $$tmp && npm pack --silent mermaid@$(MERMAID_VERSION) >/dev/null && \
 	  tar -xzf mermaid-$(MERMAID_VERSION).tgz package/dist/mermaid.min.js && \
 	  mv package/dist/mermaid.min.js $(abspath $@) && rm -rf $$tmp
+
+# The quick benchmarks (python -m benchmarks --quick: each at small sizes, a few minutes in
+# all); their figures go to var/bench/results, never over benchmarks/results.
+bench: install
+	$(BIN)/python -m benchmarks --quick
 
 clean:
 	rm -rf $(VENV) var site

@@ -1,4 +1,4 @@
-"""Fit the default probability calibration (``ranking.calibration.DEFAULT``) and measure it.
+"""Calibration: fit the default probability calibration (``calibration.DEFAULT``), measure it.
 
 The production ranking (``hybrid``: ``rank`` over the service's own context) ranks the top
 ``calibration.DEPTH`` papers of every user of the citeulike-a splits from their training
@@ -8,32 +8,31 @@ to that many per user, the rest moved to test), so together they fit the like-co
 that one split alone cannot. The fit is measured the way ``paperrec evaluate`` measures
 (ECE over 10 bins): cross-fitted over users (fitted on half, measured on the other half),
 per split and over all; so is the default the service ships (``ece_of_shipped_default_per_split``),
-which says how well it serves the model measured (``PAPERREC_MODEL``). Prints JSON; writes it
-to benchmarks/results/calibration.json (--output).
+which says how well it serves the model measured (``PAPERREC_MODEL``): each model is a part
+of the results file.
 
-    .venv/bin/python benchmarks/calibration.py            # about 10 min on 2 cores
+    python -m benchmarks.calibration                                       # ~10 min, 2 cores
+    PAPERREC_MODEL=all-mpnet-base-v2 python -m benchmarks.calibration      # the other model
+
+The figures and what they show: docs/evaluation.md.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
-import sys
-from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from benchmarks import citeulike, harness
+from recommender.evaluation.dataset import Dataset
+from recommender.evaluation.methods import TopRows, make_method
+from recommender.ranking import calibration
 
-from recommender.core.config import Settings  # noqa: E402
-from recommender.embedding.encoders import shared_embedder  # noqa: E402
-from recommender.evaluation.dataset import Dataset, load_dataset, paper_vectors  # noqa: E402
-from recommender.evaluation.methods import TopRows, make_method  # noqa: E402
-from recommender.ranking import calibration  # noqa: E402
-
-DATA = Path("/work/shared/data/citeulike-a")
+bench = harness.Benchmark("calibration", __doc__)
+bench.option("--users", type=int, default=0, quick=200,
+             help="users ranked per split (the first ones with test likes); 0: all")
+bench.option("--seed", type=int, default=0, help="of the cut splits and the folds")
 
 
 def cut(data: Dataset, likes: int, seed: int) -> Dataset:
@@ -47,13 +46,14 @@ def cut(data: Dataset, likes: int, seed: int) -> Dataset:
     return dataclasses.replace(data, train=train, test=test)
 
 
-def observe(data: Dataset, vectors: np.ndarray, seed: int) -> calibration.Observations:
+def observe(data: Dataset, vectors: np.ndarray, seed: int,
+            users: int) -> calibration.Observations:
     method = make_method("hybrid", seed)
     method.fit(data, vectors)
     seen = calibration.Observations.empty()
-    for user, held in enumerate(data.test):
-        if not len(held):
-            continue
+    evaluated = [user for user, held in enumerate(data.test) if len(held)]
+    for user in evaluated[:users or None]:
+        held = data.test[user]
         output = method.scores(data.train[user])
         assert isinstance(output, TopRows) and output.z is not None
         top = slice(0, calibration.DEPTH)
@@ -74,60 +74,42 @@ def cross_fitted_ece(seen: calibration.Observations, seed: int) -> float:
                                                   np.concatenate(labels))
 
 
-RESULTS = ROOT / "benchmarks" / "results" / "calibration.json"
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data-dir", type=Path, default=ROOT / "var",
-                        help="where the embedding cache is (default: ./var)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--output", type=Path, default=RESULTS,
-                        help=f"JSON results (default: {RESULTS.relative_to(ROOT)})")
-    args = parser.parse_args()
-    settings = Settings.from_env(data_dir=args.data_dir)  # PAPERREC_MODEL and the rest
-    embedder = shared_embedder(settings.model, settings.embed_batch_size, settings.embed_backend)
-    splits = {}
-    for name in ("P1", "P10"):
-        folder = DATA / "splits" / name
-        splits[name] = load_dataset(DATA / "papers.jsonl", folder / "train.tsv",
-                                    folder / "test.tsv", on_problem=lambda _: None)
-    for likes in (3, 5):
-        splits[f"P10 cut to {likes}"] = cut(splits["P10"], likes, args.seed)
-    vectors, _ = paper_vectors(splits["P1"].papers, embedder, settings.embedding_cache_path,
-                               progress=True)
-    report: dict[str, object] = {"embedding": embedder.variant, "seed": args.seed}
+def main(argv: list[str] | None = None) -> int:
+    args = bench.parse(argv)
+    app = harness.workspace()  # PAPERREC_MODEL and the rest from the environment
+    splits = {name: citeulike.split(name) for name in ("P1", "P10")}
+    for count in (3, 5):
+        splits[f"P10 cut to {count}"] = cut(splits["P10"], count, args.seed)
+    vectors, _ = citeulike.vectors(app, splits["P1"].papers)
+    report: dict[str, Any] = {"embedding": app.embedder.variant, "seed": args.seed}
     everything = calibration.Observations.empty()
     for name, data in splits.items():
-        seen = observe(data, vectors, args.seed)
+        seen = observe(data, vectors, args.seed, args.users)
         report[name] = {"items": sum(len(z) for z in seen.z),
                         "liked": round(float(np.concatenate(seen.labels).mean()), 4),
                         "ece_cross_fitted": round(cross_fitted_ece(seen, args.seed), 4)}
         everything.z += seen.z
         everything.likes += seen.likes
         everything.labels += seen.labels
-        print(name, report[name], file=sys.stderr, flush=True)
+        harness.log(f"{name} {report[name]}")
     fitted = calibration.fit(*everything.arrays(), source="citeulike-a P1, P10, P10 cut to 3 "
-                             "and 5 likes (benchmarks/calibration.py)")
+                             "and 5 likes (python -m benchmarks.calibration)")
     # This fit, and the default the service ships (fitted on the default model), per split:
     # how well the shipped one serves the model measured here.
     per_split: dict[str, dict[str, float]] = {"fitted": {}, "shipped": {}}
     start = 0
     z, likes, labels = everything.arrays()
     for name in splits:
-        items = report[name]["items"]  # type: ignore[index]
-        part = slice(start, start + items)
+        part = slice(start, start + report[name]["items"])
         for which, fit in (("fitted", fitted), ("shipped", calibration.DEFAULT)):
             per_split[which][name] = round(calibration.expected_calibration_error(
                 fit.probability(z[part], likes[part]), labels[part]), 4)
-        start += items
+        start += report[name]["items"]
     report.update(default=fitted.to_dict(), ece_cross_fitted_all=round(
         cross_fitted_ece(everything, args.seed), 4),
         ece_of_default_per_split=per_split["fitted"],
         ece_of_shipped_default_per_split=per_split["shipped"])
-    args.output.write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps(report, indent=2))
+    bench.record(args, report, part=app.settings.model)
     return 0
 
 

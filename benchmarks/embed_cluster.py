@@ -1,4 +1,4 @@
-"""Embedding on a Dask cluster (issue 14): papers per second of ``rebuild-index --cluster``'s
+"""Embedding on a Dask cluster: papers per second of ``rebuild-index --cluster``'s
 embedding with 1 and 2 local worker processes, beside the in-process embedding, in one run.
 
 Each configuration embeds the same texts (a fixed sample of citeulike-a papers with an
@@ -9,37 +9,35 @@ starts (a long-lived cluster has it loaded); the cluster's start is reported apa
 figure is the median of --repeats runs; the configurations take turns, so a busy machine
 slows all alike.
 
-    .venv/bin/python benchmarks/embed_cluster.py                 # 400 texts, about 3 min
-    .venv/bin/python benchmarks/embed_cluster.py --limit 1000 --repeats 3
+    python -m benchmarks.embed_cluster                 # 400 texts, about 3 min
+    python -m benchmarks.embed_cluster --limit 1000 --repeats 3
 
-Prints one JSON document and writes it to benchmarks/results/embed_cluster.json (--output).
+The figures and what they show: docs/benchmarks/embedding.md ("On a cluster").
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
-import os
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from distributed import Client, LocalCluster
 
-from distributed import Client, LocalCluster  # noqa: E402
+from benchmarks import citeulike, harness
+from recommender.core.config import DEFAULT_MODEL, Settings
+from recommender.embedding.cache import EmbeddingCache, embed_into_cache
+from recommender.embedding.cluster import embed_on_cluster, embed_shard
+from recommender.embedding.encoders import Embedder
 
-from benchmarks.embedding import CITEULIKE, citeulike_texts, log, machine  # noqa: E402
-from recommender.core.config import DEFAULT_MODEL, Settings  # noqa: E402
-from recommender.embedding.cache import EmbeddingCache, embed_into_cache  # noqa: E402
-from recommender.embedding.cluster import embed_on_cluster, embed_shard  # noqa: E402
-from recommender.embedding.encoders import Embedder  # noqa: E402
-
-RESULTS = ROOT / "benchmarks" / "results" / "embed_cluster.json"
+bench = harness.Benchmark("embed_cluster", __doc__)
+bench.option("--limit", type=int, default=400, quick=40, help="texts")
+bench.option("--shard", type=int, default=50, quick=20, help="texts per shard")
+bench.option("--repeats", type=int, default=2, quick=1, help="runs of each")
+bench.option("--workers", default="1,2", quick="1", help="cluster sizes")
+bench.option("--backend", default=Settings().embed_backend, help="embedding backend")
 
 
 def timed(embed: Callable[[EmbeddingCache], None]) -> float:
@@ -55,17 +53,8 @@ def timed(embed: Callable[[EmbeddingCache], None]) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--limit", type=int, default=400, help="texts (default: 400)")
-    parser.add_argument("--shard", type=int, default=50, help="texts per shard (default: 50)")
-    parser.add_argument("--repeats", type=int, default=2, help="runs of each (default: 2)")
-    parser.add_argument("--workers", default="1,2", help="cluster sizes (default: 1,2)")
-    parser.add_argument("--backend", default=Settings().embed_backend)
-    parser.add_argument("--citeulike", type=Path, default=CITEULIKE)
-    parser.add_argument("--output", type=Path, default=RESULTS)
-    args = parser.parse_args(argv)
-
-    texts = citeulike_texts(args.citeulike / "papers.jsonl", args.limit, seed=0)
+    args = bench.parse(argv)
+    texts = citeulike.texts(args.limit, seed=0)
     by_hash = {f"{i:06d}": text for i, text in enumerate(texts)}
     embedder = Embedder(DEFAULT_MODEL, 64, args.backend)
     embedder.encode(["warm up"])
@@ -84,29 +73,21 @@ def main(argv: list[str] | None = None) -> int:
             c, embedder, cache, by_hash, progress=False, shard_size=args.shard))(client)
     seconds: dict[str, list[float]] = {name: [] for name in runs}
     try:
-        for repeat in range(args.repeats):
-            names = list(runs)
-            for name in names[repeat % len(names):] + names[:repeat % len(names)]:
-                seconds[name].append(timed(runs[name]))
-                log(f"repeat {repeat + 1}: {name} {seconds[name][-1]:.1f} s")
+        for repeat, name in harness.interleaved(list(runs), args.repeats):
+            seconds[name].append(timed(runs[name]))
+            harness.log(f"repeat {repeat + 1}: {name} {seconds[name][-1]:.1f} s")
     finally:
         for cluster, client in clusters:
             client.close()
             cluster.close()
-    report = {
-        "benchmark": "embedding on a Dask LocalCluster (rebuild-index --cluster)",
-        "machine": machine(), "load_average": [round(x, 1) for x in os.getloadavg()],
+    bench.record(args, {
         "texts": len(texts), "corpus": "citeulike-a papers with an abstract (seed 0)",
         "backend": args.backend, "shard": args.shard, "repeats": args.repeats,
         "papers_per_second": {name: round(len(texts) / statistics.median(s), 1)
                               for name, s in seconds.items()},
         "seconds": {name: [round(x, 2) for x in s] for name, s in seconds.items()},
         "cluster_start_seconds": starts,
-    }
-    text = json.dumps(report, indent=2)
-    print(text)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(text + "\n")
+    })
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Index benchmark (issue 6): build time, memory and query latency of the exact FAISS index and
+"""Index: build time, memory and query latency of the exact FAISS index and
 of approximate ones, at 17k, 100k and 1M papers, with recall@100 against exact search.
 
 For every size it measures:
@@ -14,11 +14,12 @@ For every size it measures:
   thread (a gunicorn worker) and, for the batch, with all cores;
 - recall@100: the share of the exact top 100 that the approximate top 100 contains.
 
-The 17k case uses the real citeulike-a embeddings (all-MiniLM-L6-v2, through the embedding
-cache in --data-dir; --embed fills a missing cache, minutes on 2 cores) turned into the
-service's retrieval vectors (``build_content_space``). Larger sizes use synthetic 384-d vectors
-shaped like those (see ``synthetic_vectors``). Queries are what the service sends: a random
-paper's vector (results recorded before 2026-11-30 used queries expanded with 10 neighbours).
+The 17k case uses the real citeulike-a embeddings (the configured model, through the
+benchmarks' embedding cache in var/bench; --embed fills it, minutes on 2 cores) turned into
+the service's retrieval vectors (``build_content_space``). Larger sizes use synthetic 384-d
+vectors shaped like those (``benchmarks.synthetic.synthetic_vectors``). Queries are what the
+service sends: a random paper's vector (results recorded before 2026-11-30 used queries
+expanded with 10 neighbours).
 
 ``--share`` also starts two processes that load the same index file and reports each one's
 RSS and PSS (from /proc/<pid>/smaps_rollup), once with read_index and once memory-mapped:
@@ -26,112 +27,64 @@ that is what N gunicorn workers each hold. ``--cold-start`` times the first sear
 memory-mapped index evicted from the page cache; ``--calibrate`` compares the real and the
 synthetic vectors at 17k; ``--table`` prints the Markdown table of the results file.
 
-    .venv/bin/python benchmarks/index.py --sizes 17k,100k --share      # about 11 min, 2 cores
-    .venv/bin/python benchmarks/index.py --sizes 1M --share            # about 30 min, ~6 GB
+    python -m benchmarks.index --sizes 17k,100k --share      # about 11 min, 2 cores
+    python -m benchmarks.index --sizes 1M --share            # about 30 min, ~6 GB
 
-Prints one JSON document and merges it into benchmarks/results/index.json (one entry per
-size, so sizes can be run separately). docs/benchmarks/lists.md ("The FAISS index") has the results.
+Each size is a part of the results file (so sizes can be run separately), and so are the
+other modes' figures (``calibration``, ``cold-start``, ``openmp-threads``).
+
+The figures and what they show: docs/benchmarks/lists.md ("The FAISS index").
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import platform
-import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import faiss
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from recommender.index.content_space import (  # noqa: E402
-    HNSW_EF,
-    HNSW_M,
-    build_content_space,
-    normalise,
+from benchmarks import citeulike, harness
+from benchmarks.harness import log
+from benchmarks.index_memory import cold_start, openmp_per_thread, run_probe, shared_workers
+from benchmarks.index_search import (
+    BATCH_K,
+    DEFAULT_KINDS,
+    KINDS,
+    K,
+    Searcher,
+    batch_queries,
+    batch_shapes,
+    best_setting,
+    describe,
+    nlist_for,
+    recall,
+    service_shapes,
+    set_params,
+    single_queries,
+    threads,
 )
+from benchmarks.synthetic import synthetic_vectors
+from recommender.index.content_space import HNSW_EF, HNSW_M, build_content_space
 
-DIM = 384
-K = 100  # recall@K and the k of single queries
-BATCH_K = 200  # candidates.find_candidates (cost.per_query): max(100, 4 * want) with want <= 50
-RESULTS = ROOT / "benchmarks" / "results" / "index.json"
-CITEULIKE = ROOT.parent / "shared" / "data" / "citeulike-a" / "papers.jsonl"
 SIZES = {"17k": 16_980, "100k": 100_000, "1M": 1_000_000}
 
 
-# ---------------------------------------------------------------------------------------------
-# Data
-
-SPECTRUM_DECAY = 0.4
-TOPIC_SPREAD = 1.0
-SUBTOPIC_SPREAD = 1.2
-PAPER_SPREAD = 1.4
-GROUP_SIZE_SIGMA = 0.7
-
-
-def synthetic_vectors(n: int, seed: int, dim: int = DIM) -> np.ndarray:
-    """Unit vectors shaped like the service's retrieval vectors (centred, neighbour-augmented
-    sentence embeddings), for sizes beyond the real corpus.
-
-    A three-level Gaussian mixture: fields (one per 2,500 papers), topics (one per 250) and
-    subtopics (one per 25; 40,000 at 1M), papers around subtopics; the sizes of groups vary
-    (log-normal) and the spectrum decays as a power law, as sentence embeddings are far from
-    isotropic. The spreads were fitted so that, at 17k papers, the similarities to the 1st,
-    10th and 100th neighbour, the explained variance of the top principal components and the
-    recall of IVF and HNSW at small settings match the real citeulike-a retrieval vectors
-    (docs/benchmarks/lists.md). The density stays the same as n grows: more papers, more topics.
-    """
-    rng = np.random.default_rng(seed)
-    scale = np.arange(1, dim + 1, dtype=np.float32) ** -SPECTRUM_DECAY
-    scale /= np.sqrt((scale**2).sum())
-    centres = rng.standard_normal((max(2, n // 2_500), dim), dtype=np.float32)
-    for group, spread in ((250, TOPIC_SPREAD), (25, SUBTOPIC_SPREAD)):
-        parents = rng.choice(len(centres), size=max(2, n // group),
-                             p=_sizes(rng, len(centres)))
-        centres = centres[parents] + spread * rng.standard_normal(
-            (len(parents), dim), dtype=np.float32)
-    assignment = rng.choice(len(centres), size=n, p=_sizes(rng, len(centres)))
-    out = np.empty((n, dim), dtype=np.float32)
-    for start in range(0, n, 100_000):
-        part = assignment[start:start + 100_000]
-        noise = rng.standard_normal((len(part), dim), dtype=np.float32)
-        out[start:start + len(part)] = normalise((centres[part] + PAPER_SPREAD * noise) * scale)
-    return out
-
-
-def _sizes(rng: np.random.Generator, groups: int) -> np.ndarray:
-    weights = rng.lognormal(0.0, GROUP_SIZE_SIGMA, groups)
-    return weights / weights.sum()
-
-
-def real_vectors(papers_path: Path, data_dir: Path, embed: bool) -> np.ndarray | None:
-    """The citeulike-a retrieval vectors, from the embedding cache in ``data_dir`` (embedding
-    what is missing from it), or None without a cache unless ``embed``."""
-    from recommender.core.config import Settings
-    from recommender.core.papers import Paper
-    from recommender.corpus.formats import read_papers
-    from recommender.embedding.encoders import shared_embedder
-    from recommender.evaluation.dataset import paper_vectors
-
-    settings = Settings.from_env(data_dir=data_dir)
-    if not papers_path.exists() or not (embed or settings.embedding_cache_path.exists()):
+def real_vectors(embed: bool) -> np.ndarray | None:
+    """The citeulike-a retrieval vectors, from the benchmarks' embedding cache (embedding
+    what is missing from it), or None when papers are missing from it, unless ``embed``."""
+    app = harness.workspace()
+    papers = citeulike.papers()
+    if not embed and app.embedding_cache.missing(app.embedder.variant,
+                                                 [p.content_hash for p in papers]):
         return None
-    papers = [p for p in read_papers(papers_path) if isinstance(p, Paper)]
-    embedder = shared_embedder(settings.model, settings.embed_batch_size, settings.embed_backend)
-    raw, _ = paper_vectors(papers, embedder, settings.embedding_cache_path, progress=True)
-    return build_content_space(raw, settings.exact_index_max).vectors
+    raw, _ = citeulike.vectors(app, papers)
+    return build_content_space(raw, app.settings.exact_index_max).vectors
 
 
 def service_queries(vectors: np.ndarray, count: int, seed: int) -> dict[str, Any]:
@@ -174,344 +127,17 @@ def calibration(vectors: np.ndarray, seed: int) -> dict[str, float]:
     return out
 
 
-# ---------------------------------------------------------------------------------------------
-# Index kinds
-
-
-@dataclass
-class Kind:
-    """One index type: how to build it and which search settings to sweep."""
-
-    name: str
-    factory: Callable[[int], Any]  # n -> untrained index
-    sweep: list[dict[str, int]] = field(default_factory=lambda: [{}])
-    rerank: int = 0  # search rerank x k with the index, re-score exactly from the vectors
-    service: str = ""  # "exact" / "approximate": what index.py builds at some size
-    train_per_list: int = 64
-
-
-def nlist_for(n: int) -> int:
-    """Inverted lists: a power of two near 4 sqrt(n) (512 at 17k, 1024 at 100k, 4096 at 1M)."""
-    return int(2 ** round(np.log2(4 * np.sqrt(n))))
-
-
-def hnsw(m: int, ef_construction: int) -> Callable[[int], Any]:
-    def make(n: int) -> Any:
-        index = faiss.IndexHNSWFlat(DIM, m, faiss.METRIC_INNER_PRODUCT)
-        index.hnsw.efConstruction = ef_construction
-        return index
-    return make
-
-
-def factory(spec: Callable[[int], str]) -> Callable[[int], Any]:
-    return lambda n: faiss.index_factory(DIM, spec(n), faiss.METRIC_INNER_PRODUCT)
-
-
-EF_SWEEP = [{"efSearch": ef} for ef in (16, 32, 64, 128, 256, 512)]
-NPROBE_SWEEP = [{"nprobe": p} for p in (4, 8, 16, 32, 64, 128)]
-
-KINDS = {
-    "exact": Kind("exact", lambda n: faiss.IndexFlatIP(DIM), service="exact"),
-    "hnsw32": Kind("hnsw32", hnsw(HNSW_M, 40), EF_SWEEP, service="approximate"),
-    "hnsw32_efc100": Kind("hnsw32_efc100", hnsw(HNSW_M, 100), EF_SWEEP),
-    "hnsw16": Kind("hnsw16", hnsw(16, 40), EF_SWEEP),
-    "ivf_flat": Kind("ivf_flat", factory(lambda n: f"IVF{nlist_for(n)},Flat"), NPROBE_SWEEP),
-    "ivf_sq8_rerank": Kind("ivf_sq8_rerank", factory(lambda n: f"IVF{nlist_for(n)},SQ8"),
-                           NPROBE_SWEEP, rerank=2),
-    "ivf_pq48_rerank": Kind("ivf_pq48_rerank", factory(lambda n: f"IVF{nlist_for(n)},PQ48"),
-                            NPROBE_SWEEP, rerank=4),
-    "hnsw32_sq8_rerank": Kind("hnsw32_sq8_rerank", factory(lambda n: "HNSW32,SQ8"),
-                              EF_SWEEP, rerank=2),
-}
-DEFAULT_KINDS = "exact,hnsw32,hnsw32_efc100,hnsw16,ivf_flat,ivf_sq8_rerank,ivf_pq48_rerank"
-
-
-def set_params(index: Any, params: dict[str, int]) -> None:
-    inner: Any = faiss.downcast_index(index)
-    for key, value in params.items():
-        if key == "efSearch":
-            inner.hnsw.efSearch = value
-        elif key == "nprobe":
-            faiss.extract_index_ivf(inner).nprobe = value
-
-
-class Searcher:
-    """index.search, plus exact re-scoring of rerank x k candidates from the vectors.
-
-    ``faiss_cpu`` is the CPU time of the last index.search alone: the service's ranking scores
-    its candidates exactly anyway, so there the re-scoring here comes for free.
-    """
-
-    def __init__(self, index: Any, vectors: np.ndarray, rerank: int,
-                 params: Callable[[int], Any] | None = None) -> None:
-        self.index, self.vectors, self.rerank = index, vectors, rerank
-        self.params = params  # k -> faiss.SearchParameters for this call
-        self.faiss_cpu = 0.0
-
-    def __call__(self, queries: np.ndarray, k: int) -> np.ndarray:
-        start = time.process_time()
-        wanted = max(1, self.rerank) * k
-        if self.params is None:
-            _, rows = self.index.search(queries, wanted)
-        else:
-            _, rows = self.index.search(queries, wanted, params=self.params(wanted))
-        self.faiss_cpu = time.process_time() - start
-        if not self.rerank:
-            return rows
-        found = self.vectors[np.maximum(rows, 0)]  # (q, rerank * k, d)
-        scores = np.matmul(found, queries[:, :, None])[:, :, 0]
-        scores[rows < 0] = -np.inf
-        best = np.argpartition(-scores, k - 1, axis=1)[:, :k]
-        order = np.take_along_axis(scores, best, 1).argsort(axis=1)[:, ::-1]
-        return np.take_along_axis(rows, np.take_along_axis(best, order, 1), 1)
-
-
-# ---------------------------------------------------------------------------------------------
-# Measuring
-
-
-def percentiles(wall: list[float], cpu: list[float] | None = None,
-                faiss_cpu: list[float] | None = None) -> dict[str, float]:
-    """p50/p99/mean in ms of wall-clock time and, when given, of CPU time.
-
-    On a shared, oversubscribed machine the wall clock includes time spent waiting for a core;
-    the CPU time of the searching thread is what the search costs on an idle core.
-    """
-    out = {}
-    for name, seconds in (("", wall), ("cpu_", cpu), ("faiss_cpu_", faiss_cpu)):
-        if seconds is None:
-            continue
-        ms = np.asarray(seconds) * 1e3
-        out[f"{name}p50_ms"] = round(float(np.percentile(ms, 50)), 3)
-        out[f"{name}p99_ms"] = round(float(np.percentile(ms, 99)), 3)
-        out[f"{name}mean_ms"] = round(float(ms.mean()), 3)
-    return out
-
-
-def recall(found: np.ndarray, truth: np.ndarray, k: int) -> float:
-    hits = [len(np.intersect1d(f[:k], t[:k])) for f, t in zip(found, truth, strict=True)]
-    return round(float(np.mean(hits)) / k, 4)
-
-
-def timed(search: Searcher, queries: np.ndarray, k: int) -> tuple[np.ndarray, float, float]:
-    """Rows found, wall seconds and CPU seconds (all threads of this process)."""
-    wall, cpu = time.perf_counter(), time.process_time()
-    rows = search(queries, k)
-    return rows, time.perf_counter() - wall, time.process_time() - cpu
-
-
-def single_queries(search: Searcher, queries: np.ndarray,
-                   k: int) -> tuple[np.ndarray, dict[str, float]]:
-    search(queries[:5], k)  # warm up
-    rows, walls, cpus, faiss_cpus = [], [], [], []
-    for q in queries:
-        found, wall, cpu = timed(search, q[None, :], k)
-        rows.append(found[0])
-        walls.append(wall)
-        cpus.append(cpu)
-        faiss_cpus.append(search.faiss_cpu)
-    return np.stack(rows), percentiles(walls, cpus, faiss_cpus if search.rerank else None)
-
-
-def batch_queries(search: Searcher, queries: np.ndarray, rows: int, k: int,
-                  repeats: int) -> tuple[np.ndarray, dict[str, float]]:
-    """``repeats`` searches of ``rows`` query rows each (CPU time summed over threads)."""
-    first, walls, cpus, faiss_cpus = None, [], [], []
-    search(queries[:rows], k)  # warm up
-    for r in range(repeats):
-        part = np.ascontiguousarray(np.roll(queries, -r * rows, axis=0)[:rows])
-        found, wall, cpu = timed(search, part, k)
-        walls.append(wall)
-        cpus.append(cpu)
-        faiss_cpus.append(search.faiss_cpu)
-        if first is None:
-            first = found
-    assert first is not None
-    return first, percentiles(walls, cpus, faiss_cpus if search.rerank else None)
-
-
-@contextmanager
-def threads(count: int) -> Iterator[None]:
-    before = faiss.omp_get_max_threads()
-    faiss.omp_set_num_threads(count)
-    try:
-        yield
-    finally:
-        faiss.omp_set_num_threads(before)
-
-
-def memory() -> dict[str, float]:
-    """This process's smaps_rollup, in MiB."""
-    return smaps(os.getpid())
-
-
-def smaps(pid: int) -> dict[str, float]:
-    fields = {"Rss", "Pss", "Pss_Anon", "Pss_File", "Shared_Clean", "Private_Clean",
-              "Private_Dirty", "Anonymous"}
-    out: dict[str, float] = {}
-    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-        parts = line.split()
-        if parts and parts[0].rstrip(":") in fields:
-            out[parts[0].rstrip(":").lower() + "_mb"] = round(int(parts[1]) / 1024, 1)
-    return out
-
-
-def load_average() -> float:
-    return round(os.getloadavg()[0], 2)
-
-
-# ---------------------------------------------------------------------------------------------
-# Subprocess probe: a fresh process loads one index file (as a gunicorn worker would)
-
-
-def probe(path: str, mode: str, queries_path: str, params: str, hold: bool) -> None:
-    faiss.omp_set_num_threads(1)
-    queries = np.load(queries_path)
-    before = memory()
-    start = time.perf_counter()
-    flags = faiss.IO_FLAG_MMAP_IFC if mode == "mmap" else 0
-    index = faiss.read_index(path, flags)
-    load_s = time.perf_counter() - start
-    set_params(index, json.loads(params))
-    loaded = memory()
-    walls, cpus = [], []
-    for q in queries:
-        wall, cpu = time.perf_counter(), time.process_time()
-        index.search(q[None, :], K)
-        walls.append(time.perf_counter() - wall)
-        cpus.append(time.process_time() - cpu)
-    searched = memory()
-    skip = len(queries) // 10  # the first searches fault the pages in
-    report = {"mode": mode, "load_s": round(load_s, 3), "baseline": before, "loaded": loaded,
-              "after_searches": searched, "searches": len(queries),
-              "single": percentiles(walls[skip:], cpus[skip:])}
-    print(json.dumps(report), flush=True)
-    if hold:
-        sys.stdin.read()  # the parent reads our smaps, then closes stdin
-
-
-def run_probe(path: Path, mode: str, queries_path: Path, params: dict[str, int],
-              hold: bool = False) -> subprocess.Popen[str] | dict[str, Any]:
-    cmd = [sys.executable, __file__, "--probe", str(path), "--probe-mode", mode,
-           "--probe-queries", str(queries_path), "--probe-params", json.dumps(params)]
-    if hold:
-        cmd.append("--probe-hold")
-        return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    done = subprocess.run(cmd, capture_output=True, text=True, check=True)
-    return dict(json.loads(done.stdout.splitlines()[-1]))
-
-
-def shared_workers(path: Path, queries_path: Path, params: dict[str, int],
-                   workers: int = 2) -> dict[str, Any]:
-    """``workers`` processes hold the same index at once: RSS and PSS of each."""
-    out: dict[str, Any] = {"index_file": path.name, "file_mb": round(path.stat().st_size / 2**20)}
-    for mode in ("read", "mmap"):
-        procs = [run_probe(path, mode, queries_path, params, hold=True) for _ in range(workers)]
-        reports = []
-        for proc in procs:
-            assert isinstance(proc, subprocess.Popen) and proc.stdout is not None
-            reports.append(json.loads(proc.stdout.readline()))
-        together = [smaps(proc.pid) for proc in procs]  # type: ignore[union-attr]
-        for proc in procs:
-            assert isinstance(proc, subprocess.Popen) and proc.stdin is not None
-            proc.stdin.close()
-            proc.wait()
-        out[mode] = {"per_worker": together,
-                     "alone_after_load": [r["loaded"] for r in reports],
-                     "load_s": [r["load_s"] for r in reports]}
-        print(f"  share {mode}: " + ", ".join(
-            f"RSS {m['rss_mb']:.0f} MiB PSS {m['pss_mb']:.0f} MiB" for m in together),
-            file=sys.stderr, flush=True)
-    return out
-
-
-def openmp_per_thread(seed: int) -> dict[str, Any]:
-    """What a gunicorn request thread gets after the worker limits FAISS to one thread in its
-    main thread (as service/server.py does): OpenMP keeps the thread count per thread."""
-    import threading
-
-    faiss.omp_set_num_threads(1)
-    vectors = synthetic_vectors(50_000, seed)
-    index = faiss.IndexHNSWFlat(DIM, HNSW_M, faiss.METRIC_INNER_PRODUCT)
-    index.add(vectors)
-    out: dict[str, Any] = {}
-
-    def measure(label: str, set_here: bool) -> None:
-        if set_here:
-            faiss.omp_set_num_threads(1)
-        wall, cpu = time.perf_counter(), time.process_time()
-        for _ in range(100):
-            index.search(vectors[:8], K)
-        out[label] = {"omp_get_max_threads": faiss.omp_get_max_threads(),
-                      "wall_ms_per_8_row_search": round((time.perf_counter() - wall) * 10, 3),
-                      "cpu_ms_per_8_row_search": round((time.process_time() - cpu) * 10, 3)}
-
-    measure("main thread, after omp_set_num_threads(1)", False)
-    for label, set_here in (("new thread", False), ("new thread, set in it", True)):
-        thread = threading.Thread(target=measure, args=(label, set_here))
-        thread.start()
-        thread.join()
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
-# Cold start: a memory-mapped index whose file is not in the page cache
-
-
-def cold_start(path: Path, queries: np.ndarray, params: dict[str, int]) -> dict[str, Any]:
-    """The first searches (8 rows, k=100) on a memory-mapped index, with the file evicted
-    from the page cache (POSIX_FADV_DONTNEED, this file only) and then: nothing, a
-    posix_fadvise(WILLNEED) hint, or one sequential read of the file."""
-    def evict() -> None:
-        with open(path, "rb") as file:
-            os.posix_fadvise(file.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
-
-    def read_through() -> None:
-        buffer = bytearray(1 << 24)
-        with open(path, "rb", buffering=0) as file:
-            while file.readinto(buffer):
-                pass
-
-    def willneed() -> None:
-        with open(path, "rb") as file:
-            os.posix_fadvise(file.fileno(), 0, 0, os.POSIX_FADV_WILLNEED)
-
-    out: dict[str, Any] = {"index_file": path.name,
-                           "file_mb": round(path.stat().st_size / 2**20), **params}
-    faiss.omp_set_num_threads(1)
-    for name, warm in (("cold", None), ("willneed", willneed), ("read_through", read_through)):
-        evict()
-        start = time.perf_counter()
-        if warm is not None:
-            warm()
-        warm_s = time.perf_counter() - start
-        index = faiss.read_index(str(path), faiss.IO_FLAG_MMAP_IFC)
-        set_params(index, params)
-        batches = []
-        for i in range(5):
-            start = time.perf_counter()
-            index.search(queries[8 * i:8 * i + 8], K)
-            batches.append(round((time.perf_counter() - start) * 1e3, 1))
-        out[name] = {"warm_s": round(warm_s, 2), "first_batches_8x100_ms": batches}
-        log(f"{name}: warm-up {warm_s:.2f} s, first 8-query searches {batches} ms")
-        del index
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
-# One size
-
-
 def bench_size(label: str, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     n = SIZES[label]
     log(f"== {label}: preparing data")
     vectors = None
     source = "synthetic"
     if label == "17k" and not args.synthetic_17k:
-        vectors = real_vectors(args.papers, args.data_dir, args.embed)
-        source = "citeulike-a (all-MiniLM-L6-v2, content space)" if vectors is not None else source
+        vectors = real_vectors(args.embed)
+        source = "citeulike-a (the configured model, content space)" if vectors is not None \
+            else source
         if vectors is None:
-            log("   no complete embedding cache for citeulike-a; using synthetic vectors "
+            log("   citeulike-a is not all in the embedding cache; using synthetic vectors "
                 "(pass --embed to embed it)")
     if vectors is None:
         vectors = synthetic_vectors(n, args.seed)
@@ -536,7 +162,7 @@ def bench_size(label: str, args: argparse.Namespace, workdir: Path) -> dict[str,
             continue
         log(f"-- {label} {name}: building")
         index = kind.factory(n)
-        load_before = load_average()
+        load_before = harness.load_average()
         start = time.perf_counter()
         with threads(args.build_threads):
             if not index.is_trained:
@@ -561,7 +187,7 @@ def bench_size(label: str, args: argparse.Namespace, workdir: Path) -> dict[str,
         for params in kind.sweep:
             set_params(index, params)
             row: dict[str, Any] = dict(params)
-            row["load_avg"] = load_average()
+            row["load_avg"] = harness.load_average()
             with threads(1):
                 found, row["single_k100_1thread"] = single_queries(
                     search, queries[:single_count], K)
@@ -583,7 +209,8 @@ def bench_size(label: str, args: argparse.Namespace, workdir: Path) -> dict[str,
                 f"({args.build_threads} threads)")
         params = best_setting(entry["settings"], args.target)
         if kind.sweep != [{}] or name == "exact":
-            entry["batch_shapes"] = batch_shapes(search, index, params, queries, truth, args)
+            entry["batch_shapes"] = batch_shapes(search, index, params, queries, truth,
+                                                 args.batch_repeats)
         if not kind.rerank and kind.sweep != [{}]:
             entry["service_shapes"] = service_shapes(index, vectors, params, queries, truth,
                                                      args.batch_repeats)
@@ -604,180 +231,64 @@ def bench_size(label: str, args: argparse.Namespace, workdir: Path) -> dict[str,
     return result
 
 
-# (query rows, k): 100 likes searched one by one with 200 candidates each (the brief), fewer
-# candidates per like, and 8 interest clusters with per_query = max(100, 4 * want) (what the
-# ranking searched before its one search and graph walk).
-BATCH_SHAPES = ((100, 200), (100, 50), (100, 20), (16, 200), (8, 200), (8, 100))
-
-
-def batch_shapes(search: Searcher, index: Any, params: dict[str, int], queries: np.ndarray,
-                 truth: np.ndarray, args: argparse.Namespace) -> list[dict[str, Any]]:
-    """At the chosen setting: other shapes of the per-request search (fewer query rows, or
-    fewer candidates per row), the levers the ranking code has for users with many likes."""
-    set_params(index, params)
-    repeats = args.batch_repeats if params or index.ntotal <= 100_000 else 5
-    out = []
-    for rows, k in BATCH_SHAPES:
-        with threads(1):
-            found, timing = batch_queries(search, queries, rows, k, repeats)
-        out.append({"rows": rows, "k": k, **params, f"recall@{k}": recall(found, truth[:rows], k),
-                    "1thread": timing})
-        log(f"   batch {rows} x k={k}: cpu p50 {timing['cpu_p50_ms']} ms "
-            f"wall p50 {timing['p50_ms']} ms")
-    return out
-
-
-# What the ranking asked for per request (results/index.json): 8 interest clusters (before
-# them, one row per like) with per_query = max(100, 4 * want) candidates each; it now makes
-# one search for the user's direction and walks the neighbour graph.
-SERVICE_SHAPES = ((8, 100), (8, 200), (100, 100), (100, 200))
-
-
-def service_shapes(index: Any, vectors: np.ndarray, chosen: dict[str, int],
-                   queries: np.ndarray, truth: np.ndarray,
-                   repeats: int) -> list[dict[str, Any]]:
-    """The per-request searches with the settings recommended for the service: HNSW with
-    efSearch = max(HNSW_EF, k) per call (FAISS does not raise efSearch to k by itself, so
-    k=200 at efSearch 128 loses recall), IVF with the chosen nprobe and twice it."""
-    inner: Any = faiss.downcast_index(index)
-    api: Any = faiss  # the type stubs lack the SearchParameters classes
-
-    def hnsw_params(k: int) -> Any:
-        return api.SearchParametersHNSW(efSearch=max(HNSW_EF, k))
-
-    def ivf_params(nprobe: int) -> Callable[[int], Any]:
-        return lambda k: api.SearchParametersIVF(nprobe=nprobe)
-
-    variants: list[tuple[str, Callable[[int], Any]]] = []
-    if hasattr(inner, "hnsw"):
-        variants.append((f"efSearch=max({HNSW_EF},k)", hnsw_params))
-    elif "nprobe" in chosen:
-        variants += [(f"nprobe={p}", ivf_params(p))
-                     for p in (chosen["nprobe"], 2 * chosen["nprobe"])]
-    out = []
-    for label, params in variants:
-        search = Searcher(index, vectors, 0, params)
-        for rows, k in SERVICE_SHAPES:
-            with threads(1):
-                found, timing = batch_queries(search, queries, rows, k, repeats)
-            out.append({"setting": label, "rows": rows, "k": k,
-                        f"recall@{k}": recall(found, truth[:rows], k), "1thread": timing})
-            log(f"   service {label} {rows} x k={k}: recall {out[-1][f'recall@{k}']:.3f} "
-                f"cpu p50 {timing['cpu_p50_ms']} ms wall p50 {timing['p50_ms']} ms")
-    return out
-
-
-def best_setting(settings: list[dict[str, Any]], target: float) -> dict[str, int]:
-    """The cheapest search setting reaching the recall target (sweeps go from cheap to
-    costly; the last one when none does)."""
-    best = next((s for s in settings if s["recall@100"] >= target), settings[-1])
-    return {k: v for k, v in best.items() if k in ("efSearch", "nprobe")}
-
-
-def describe(index: Any) -> str:
-    index = faiss.downcast_index(index)
-    name = type(index).__name__
-    if hasattr(index, "nlist"):
-        name += f"(nlist={index.nlist})"
-    if hasattr(index, "hnsw"):
-        name += f"(M={index.hnsw.nb_neighbors(0) // 2}, efConstruction={index.hnsw.efConstruction})"
-    return name
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-def write_result(result: dict[str, Any], out: Path) -> None:
-    """Print a benchmark's JSON document and record it in ``out``."""
-    text = json.dumps(result, indent=2)
-    print(text)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text + "\n")
-
-
-def machine() -> dict[str, Any]:
-    cpu = next((line.split(":", 1)[1].strip() for line in
-                Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")),
-               platform.processor())
-    mem = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
-               if line.startswith("MemTotal"))
-    return {"nproc": os.cpu_count(), "cpu": cpu, "mem_gib": round(mem / 2**20, 1),
-            "faiss": faiss.__version__, "numpy": np.__version__,
-            "python": platform.python_version(),
-            "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}
+bench = harness.Benchmark("index", __doc__)
+bench.option("--sizes", default="17k,100k,1M", quick="17k",
+             help="comma-separated, of 17k, 100k, 1M")
+bench.option("--kinds", default=DEFAULT_KINDS, quick="exact,hnsw32",
+             help=f"index kinds, of {', '.join(KINDS)}")
+bench.option("--skip", default="hnsw32_efc100@1M,hnsw16@1M,ivf_pq48_rerank@1M",
+             help="kind@size pairs not to run (the slow builds at 1M that did not pay at 100k)")
+bench.option("--queries", type=int, default=1000, quick=200,
+             help="queries for recall and single-query latency")
+bench.option("--exact-queries", type=int, default=100,
+             help="single queries for the exact index at 1M (each scans 1.5 GB)")
+bench.option("--batch", type=int, default=100,
+             help="query rows in one batch search (a user with 100 likes)")
+bench.option("--batch-repeats", type=int, default=30, quick=3, help="batch searches timed")
+bench.option("--build-threads", type=int, default=os.cpu_count() or 1,
+             help="FAISS threads for building, ground truth and the multi-thread batch")
+bench.option("--target", type=float, default=0.95,
+             help="recall@100 an approximate setting must reach")
+bench.option("--share", action="store_true",
+             help="also run two processes holding the same index (read vs mmap)")
+bench.option("--share-kinds", default="hnsw32,ivf_flat", help="index kinds for --share")
+bench.option("--probe-searches", type=int, default=1000, quick=100,
+             help="searches a fresh process runs after loading")
+bench.option("--embed", action="store_true",
+             help="embed the citeulike-a papers missing from the benchmarks' cache")
+bench.option("--synthetic-17k", action="store_true", quick=True,
+             help="use synthetic vectors at 17k too")
+bench.option("--compare-synthetic", action="store_true",
+             help="at 17k, also report the neighbour profile of synthetic vectors")
+bench.option("--workdir", type=Path, default=None,
+             help="where index files are written (default: a temporary directory)")
+bench.option("--keep-files", action="store_true", help="keep the index files")
+bench.option("--seed", type=int, default=0, help="of the vectors and queries")
+bench.option("--cold-start", type=Path, metavar="INDEX_FILE",
+             help="only measure the first searches on a memory-mapped index file (kept with "
+                  "--keep-files) evicted from the page cache")
+bench.option("--cold-queries", type=Path, metavar="QUERIES_NPY",
+             help="queries for --cold-start (the queries-<size>.npy in --workdir)")
+bench.option("--cold-params", default='{"efSearch": 128}', help="search settings for --cold-start")
+bench.option("--threads-check", action="store_true",
+             help="only show the OpenMP thread count a new thread gets after "
+                  "omp_set_num_threads(1) in the main thread")
+bench.option("--calibrate", action="store_true",
+             help="only compare the real citeulike-a vectors with synthetic ones of the same "
+                  "size (what synthetic_vectors was fitted on)")
+bench.option("--table", action="store_true",
+             help="only print the Markdown table of the results file (--out)")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description="FAISS index benchmark: build time, memory, latency (p50/p99) and "
-                    "recall@100 of exact and approximate indexes at 17k, 100k and 1M papers.")
-    parser.add_argument("--sizes", default="17k,100k,1M",
-                        help="comma-separated, of 17k, 100k, 1M (default: all)")
-    parser.add_argument("--kinds", default=DEFAULT_KINDS,
-                        help=f"index kinds, of {', '.join(KINDS)} (default: {DEFAULT_KINDS})")
-    parser.add_argument("--skip", default="hnsw32_efc100@1M,hnsw16@1M,ivf_pq48_rerank@1M",
-                        help="kind@size pairs not to run (default: the slow builds at 1M "
-                             "that did not pay at 100k)")
-    parser.add_argument("--queries", type=int, default=1000,
-                        help="queries for recall and single-query latency (1000)")
-    parser.add_argument("--exact-queries", type=int, default=100,
-                        help="single queries for the exact index at 1M (100; each scans 1.5 GB)")
-    parser.add_argument("--batch", type=int, default=100,
-                        help="query rows in one batch search (100: a user with 100 likes)")
-    parser.add_argument("--batch-repeats", type=int, default=30, help="batch searches timed (30)")
-    parser.add_argument("--build-threads", type=int, default=os.cpu_count() or 1,
-                        help="FAISS threads for building, ground truth and the multi-thread "
-                             "batch (default: all cores)")
-    parser.add_argument("--target", type=float, default=0.95,
-                        help="recall@100 an approximate setting must reach (0.95)")
-    parser.add_argument("--share", action="store_true",
-                        help="also run two processes holding the same index (read vs mmap)")
-    parser.add_argument("--share-kinds", default="hnsw32,ivf_flat",
-                        help="comma-separated index kinds for --share (hnsw32,ivf_flat)")
-    parser.add_argument("--probe-searches", type=int, default=1000,
-                        help="searches a fresh process runs after loading (1000)")
-    parser.add_argument("--papers", type=Path, default=CITEULIKE,
-                        help="citeulike-a papers.jsonl, for the real 17k vectors")
-    parser.add_argument("--data-dir", type=Path,
-                        default=Path(os.environ.get("PAPERREC_DATA_DIR") or ROOT / "var"),
-                        help="data dir whose embedding cache holds citeulike-a "
-                             "(default: $PAPERREC_DATA_DIR or var)")
-    parser.add_argument("--embed", action="store_true",
-                        help="embed citeulike-a papers missing from the cache")
-    parser.add_argument("--synthetic-17k", action="store_true",
-                        help="use synthetic vectors at 17k too")
-    parser.add_argument("--compare-synthetic", action="store_true",
-                        help="at 17k, also report the neighbour profile of synthetic vectors")
-    parser.add_argument("--workdir", type=Path, default=None,
-                        help="where index files are written (default: a temporary directory)")
-    parser.add_argument("--keep-files", action="store_true", help="keep the index files")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--cold-start", type=Path, metavar="INDEX_FILE",
-                        help="only measure the first searches on a memory-mapped index file "
-                             "(kept with --keep-files) evicted from the page cache")
-    parser.add_argument("--cold-queries", type=Path, metavar="QUERIES_NPY",
-                        help="queries for --cold-start (the queries-<size>.npy in --workdir)")
-    parser.add_argument("--cold-params", default='{"efSearch": 128}',
-                        help='search settings for --cold-start (default {"efSearch": 128})')
-    parser.add_argument("--threads-check", action="store_true",
-                        help="only show the OpenMP thread count a new thread gets after "
-                             "omp_set_num_threads(1) in the main thread")
-    parser.add_argument("--calibrate", action="store_true",
-                        help="only compare the real citeulike-a vectors with synthetic ones of "
-                             "the same size (what synthetic_vectors was fitted on)")
-    parser.add_argument("--table", action="store_true",
-                        help="only print the Markdown table of the results file (--out)")
-    parser.add_argument("--out", type=Path, default=RESULTS,
-                        help=f"JSON results, merged by size (default: {RESULTS.relative_to(ROOT)})")
-    args = parser.parse_args(argv)
+    args = bench.parse(argv)
     args.sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
     args.kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
     args.share_kinds = [k.strip() for k in args.share_kinds.split(",") if k.strip()]
     for value, known, what in ((args.sizes, SIZES, "size"), (args.kinds, KINDS, "kind")):
         for item in value:
             if item not in known:
-                parser.error(f"unknown {what} {item!r}; choose from {', '.join(known)}")
+                bench.parser.error(f"unknown {what} {item!r}; choose from {', '.join(known)}")
     skip: dict[str, set[str]] = {}
     for pair in filter(None, args.skip.split(",")):
         kind, _, size = pair.partition("@")
@@ -787,59 +298,40 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
-    raw = sys.argv[1:] if argv is None else argv
-    if "--probe" in raw:  # internal: one fresh process loading one index file
-        parser = argparse.ArgumentParser()
-        parser.add_argument("--probe")
-        parser.add_argument("--probe-mode")
-        parser.add_argument("--probe-queries")
-        parser.add_argument("--probe-params", default="{}")
-        parser.add_argument("--probe-hold", action="store_true")
-        p = parser.parse_args(raw)
-        probe(p.probe, p.probe_mode, p.probe_queries, p.probe_params, p.probe_hold)
-        return
     args = parse_args(argv)
     if args.table:
-        print(render_table(json.loads(args.out.read_text())))
+        print(render_table(harness.read_results(args.out)))
         return
     if args.cold_start:
         if args.cold_queries is None:
             raise SystemExit("--cold-start needs --cold-queries")
-        found = cold_start(args.cold_start, np.load(args.cold_queries),
-                           json.loads(args.cold_params))
-        print(json.dumps({"machine": machine(), "cold_start": found}, indent=2))
+        bench.record(args, {"cold_start": cold_start(
+            args.cold_start, np.load(args.cold_queries), json.loads(args.cold_params))},
+            part="cold-start")
         return
     if args.threads_check:
-        print(json.dumps({"machine": machine(), "openmp_per_thread": openmp_per_thread(
-            args.seed)}, indent=2))
+        bench.record(args, {"openmp_per_thread": openmp_per_thread(args.seed)},
+                     part="openmp-threads")
         return
     if args.calibrate:
-        real = real_vectors(args.papers, args.data_dir, args.embed)
+        real = real_vectors(args.embed)
         if real is None:
-            raise SystemExit("--calibrate needs the citeulike-a embeddings: pass --data-dir "
-                             "with an embedding cache, or --embed")
+            raise SystemExit("--calibrate needs the citeulike-a embeddings: pass --embed")
         with threads(args.build_threads):
             found = {"real citeulike-a": calibration(real, args.seed),
                      "synthetic": calibration(synthetic_vectors(len(real), args.seed), args.seed)}
-        print(json.dumps({"machine": machine(), "calibration": found}, indent=2))
+        bench.record(args, {"calibration": found}, part="calibration")
         return
-    report: dict[str, Any] = {
-        "machine": machine(), "command": " ".join(["benchmarks/index.py", *raw]),
-        "service": {"exact_max": 50_000, "hnsw_m": HNSW_M, "hnsw_ef_search": HNSW_EF,
-                    "hnsw_ef_construction": 40},
-        "sizes": {},
-    }
+    service = {"exact_max": 50_000, "hnsw_m": HNSW_M, "hnsw_ef_search": HNSW_EF,
+               "hnsw_ef_construction": 40}
     with tempfile.TemporaryDirectory(prefix="paperrec-index-bench-") as tmp:
         workdir = args.workdir or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
         for label in args.sizes:
             started = time.perf_counter()
-            report["sizes"][label] = bench_size(label, args, workdir)
-            report["sizes"][label]["machine"] = machine()
-            report["sizes"][label]["load_avg_end"] = load_average()
-            report["sizes"][label]["wall_s"] = round(time.perf_counter() - started)
-            save(report, args.out)
-    print(json.dumps(report, indent=2))
+            result = bench_size(label, args, workdir)
+            result["wall_s"] = round(time.perf_counter() - started)
+            bench.record(args, {"service": service, **result}, part=label)
 
 
 def render_table(results: dict[str, Any]) -> str:
@@ -851,8 +343,10 @@ def render_table(results: dict[str, Any]) -> str:
         "| 100 queries k=200 p50 / p99 ms | same, 2 threads, wall p50 ms |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    service_ef = results.get("service", {}).get("hnsw_ef_search")
-    for label, size in results["sizes"].items():
+    for label, size in results.get("parts", {}).items():
+        if label not in SIZES:
+            continue
+        service_ef = size.get("service", {}).get("hnsw_ef_search")
         for name, entry in size["indexes"].items():
             chosen = entry["memory"]["params"]
             settings = [chosen]
@@ -884,25 +378,6 @@ def render_table(results: dict[str, Any]) -> str:
                     f"| {row[threads_key]['p50_ms']:.1f} |")
     return "\n".join(lines)
 
-
-def save(report: dict[str, Any], path: Path) -> None:
-    """Merge this run's sizes into the results file (written atomically)."""
-    merged: dict[str, Any] = {}
-    if path.exists():
-        try:
-            merged = json.loads(path.read_text())
-        except ValueError:
-            merged = {}
-    merged.setdefault("sizes", {}).update(report["sizes"])
-    merged["machine"] = report["machine"]
-    merged["service"] = report["service"]
-    merged.setdefault("commands", [])
-    if report["command"] not in merged["commands"]:
-        merged["commands"].append(report["command"])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(merged, indent=2) + "\n")
-    os.replace(tmp, path)
 
 
 if __name__ == "__main__":

@@ -1,29 +1,31 @@
-"""Intake benchmark (issue 12): a day's arXiv harvest end to end, and a researcher's library
-moving in, on a deployment that already holds about 21,000 papers.
+"""Intake: a day's arXiv harvest end to end, and a researcher's library moving in, on a
+deployment that already holds about 21,000 papers.
 
-The base deployment (built once, then copied for every run): citeulike-a's 16,980 papers but
-300 held out (titles, abstracts where the dataset has them), plus 4,000 arXiv records of
-earlier days harvested from the replay endpoint (tests/oai_replay.py, arXiv's documented
-metadata format, synthetic 80-word abstracts), indexed by a full `rebuild-index` with the
-default model. Embeddings are cached in ``--cache`` across runs of this script, so only the
-first run pays for embedding the base.
+The base deployment (built once, then copied for every run): citeulike-a's 16,980 papers
+(``--limit`` fewer) but ``--held-out`` (300) held out (titles, abstracts where the dataset
+has them), plus ``--earlier`` (4,000) arXiv records of earlier days harvested from the replay
+endpoint (``replay.oai_pmh``, arXiv's documented metadata format, synthetic 80-word
+abstracts), indexed by a full `rebuild-index` with the configured model. The data dir starts
+from the benchmarks' embedding cache (var/bench), and the base's vectors go back into it, so
+only the first run pays for embedding the base.
 
-- ``daily``: the replay endpoint now also serves 2,000 new records of the next day;
-  ``jobs.fetch_arxiv`` continues from the stored harvest position (fetching only those),
-  then ``jobs.rebuild_index`` embeds the 2,000 for real and extends the index (incremental),
-  as the compose jobs loop and the cron lines of docs/deployment/without-docker.md run them.
-  The model load is timed apart (a scheduled `paperrec rebuild-index` process pays it once).
-- ``library``: a 1,000-entry BibTeX library is POSTed to the running app
-  (``/v1/users/<id>/library``, Flask's test client, the real Redis at ``--redis-url``):
-  500 entries found by arXiv id, 200 by title and first author, 300 not in the corpus (the
-  held-out citeulike-a papers, with their titles and abstracts) which are added, liked and
-  embedded at once; then ``GET /v1/users/<id>/recommendations`` gives the first list.
-  Measured: the import, the first list, and both together (time to the first personalized
-  list), with the model already loaded as in a running service.
+- ``daily``: the replay endpoint now also serves ``--daily`` (2,000) new records of the next
+  day; the application's ``fetch_arxiv`` continues from the stored harvest position
+  (fetching only those), then ``rebuild_index`` embeds them for real and extends the index
+  (incremental), as the compose jobs loop and the docs' cron line run them. The model load
+  is timed apart (a scheduled `paperrec rebuild-index` process pays it once).
+- ``library``: a BibTeX library is POSTed to the running app (``/v1/users/<id>/library``,
+  Flask's test client, the real Redis at ``--redis-url``): 1 in 8 of the earlier records
+  found by arXiv id (500), 1 in 20 by title and first author (200), and the held-out
+  citeulike-a papers, not in the corpus (300, with their titles and abstracts), which are
+  added, liked and embedded at once; then ``GET /v1/users/<id>/recommendations`` gives the
+  first list. Measured: the import, the first list, and both together (time to the first
+  personalized list), with the model already loaded as in a running service.
 
-    .venv/bin/python benchmarks/intake.py            # first run about 15 min, later ~5 min
+    python -m benchmarks.intake            # first run about 15 min, later ~5 min
 
-Prints one JSON document and writes benchmarks/results/intake.json.
+The figures and what they show: docs/benchmarks/ingest.md ("A day's papers, and a library moving
+in").
 """
 
 from __future__ import annotations
@@ -32,8 +34,6 @@ import argparse
 import json
 import random
 import shutil
-import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -41,81 +41,83 @@ from typing import Any
 
 import redis
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+from benchmarks import citeulike, harness
+from benchmarks.harvest import synthetic_records
+from recommender import jobs, wiring
+from recommender.core.config import Settings
+from replay.oai_pmh import OaiReplay, Record
+from service.app import create_app
 
-from harvest import synthetic_records  # type: ignore[import-not-found]  # noqa: E402
-from index import machine, write_result  # type: ignore[import-not-found]  # noqa: E402
-
-from recommender import jobs, wiring  # noqa: E402
-from recommender.core.config import Settings  # noqa: E402
-from recommender.corpus.oai_pmh import OaiPmhClient  # noqa: E402
-from service.app import create_app  # noqa: E402
-from tests.oai_replay import OaiReplay, Record  # noqa: E402
-
-PAPERS = Path("/work/shared/data/citeulike-a/papers.jsonl")
-HELD_OUT = 300
-EARLIER = 4000
-DAILY = 2000
 NAMESPACE = "bench-intake"
 
+bench = harness.Benchmark("intake", __doc__)
+bench.option("--limit", type=int, default=0, quick=1000,
+             help="citeulike-a papers in the base; 0: all")
+bench.option("--held-out", type=int, default=300, quick=30,
+             help="citeulike-a papers kept out of the base, in the library")
+bench.option("--earlier", type=int, default=4000, quick=240,
+             help="arXiv records of earlier days in the base")
+bench.option("--daily", type=int, default=2000, quick=100, help="new arXiv records of the day")
+bench.option("--redis-url", default="redis://127.0.0.1:6379/0", help="the service's Redis")
+bench.option("--repeats", type=int, default=3, quick=1, help="runs of each")
+bench.option("--seed", type=int, default=0, help="of the records and the library")
 
-def earlier_and_daily(seed: int) -> tuple[list[Record], list[Record]]:
-    """4,000 records of October and 2,000 of 2 December, with their own arXiv ids."""
-    records = synthetic_records(EARLIER + DAILY, seed)
+
+def earlier_and_daily(count: int, day: int,
+                      seed: int) -> tuple[list[Record], list[Record]]:
+    """``count`` records of October and ``day`` of 2 December, with their own arXiv ids."""
+    records = synthetic_records(count + day, seed)
     earlier, daily = [], []
     for number, record in enumerate(records):
-        if number < EARLIER:
+        if number < count:
             record.arxiv_id = f"2610.{number:05d}"
-            record.datestamp = record.created = f"2026-10-{1 + number * 30 // EARLIER:02d}"
+            record.datestamp = record.created = f"2026-10-{1 + number * 30 // count:02d}"
             earlier.append(record)
         else:
-            record.arxiv_id = f"2612.{number - EARLIER:05d}"
+            record.arxiv_id = f"2612.{number - count:05d}"
             record.datestamp = record.created = "2026-12-02"
             daily.append(record)
     return earlier, daily
 
 
 def settings_for(data_dir: Path, redis_url: str) -> Settings:
-    return Settings(data_dir=data_dir, redis_url=redis_url, redis_namespace=NAMESPACE)
+    return Settings(data_dir=data_dir, redis_url=redis_url, redis_namespace=NAMESPACE,
+                    arxiv_delay_seconds=0, arxiv_retries=0)
 
 
-def fetch(settings: Settings, url: str) -> jobs.HarvestSummary:
-    parts = wiring.build(settings)
-    client = OaiPmhClient(url, delay=0, retries=0)
+def fetch(settings: Settings, replay: OaiReplay) -> jobs.HarvestSummary:
+    app = wiring.build(settings.replace(arxiv_oai_url=replay.url))
     try:
-        return jobs.fetch_arxiv(parts.corpus, client, ["cs.LG"], on_rejection=print,
-                                progress=False)
+        return app.fetch_arxiv(["cs.LG"], print, progress=False)
     finally:
-        client.close()
+        app.close()
 
 
 def rebuild(settings: Settings) -> jobs.RebuildSummary:
-    parts = wiring.build(settings)
-    return jobs.rebuild_index(parts.corpus, parts.embedder, settings.embedding_cache_path,
-                              parts.index_store, settings.exact_index_max, settings.model,
-                              progress=False)
+    app = wiring.build(settings)
+    try:
+        return app.rebuild_index(progress=False)
+    finally:
+        app.close()
 
 
-def build_base(base: Path, cache: Path, redis_url: str, earlier: list[Record],
+def build_base(base: Path, args: argparse.Namespace, earlier: list[Record],
                held_out: set[str]) -> dict[str, Any]:
-    settings = settings_for(base, redis_url)
+    settings = settings_for(base, args.redis_url)
     kept = base / "citeulike-a.jsonl"
     base.mkdir(parents=True)
-    kept.write_text("".join(line for line in PAPERS.open()
-                            if json.loads(line)["id"] not in held_out))
-    if cache.exists():
-        shutil.copy(cache, settings.embedding_cache_path)
-    jobs.ingest(wiring.build(settings).corpus, [kept], on_rejection=lambda r: None)
+    lines = [line for line in citeulike.PAPERS.open() if json.loads(line)["id"] not in held_out]
+    kept.write_text("".join(lines[:args.limit] if args.limit else lines))
+    harness.seed_embeddings(settings)
+    app = wiring.build(settings)
+    app.ingest([kept], on_rejection=lambda r: None)
+    app.close()
     with OaiReplay(earlier, page_size=500) as replay:
-        fetch(settings, replay.url)
-    started = time.perf_counter()
-    summary = rebuild(settings)
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy(settings.embedding_cache_path, cache)
+        fetch(settings, replay)
+    seconds, summary = harness.timed(lambda: rebuild(settings))
+    harness.keep_embeddings(settings)  # the base's vectors, for next time
     return {"papers": summary.papers, "embedded": summary.embedded,
-            "seconds": round(time.perf_counter() - started, 1)}
+            "seconds": round(seconds, 1)}
 
 
 def daily_run(base: Path, work: Path, redis_url: str, records: list[Record]) -> dict[str, Any]:
@@ -127,7 +129,7 @@ def daily_run(base: Path, work: Path, redis_url: str, records: list[Record]) -> 
     load = time.perf_counter() - started
     with OaiReplay(records, page_size=500) as replay:
         started = time.perf_counter()
-        harvest = fetch(settings, replay.url)
+        harvest = fetch(settings, replay)
         fetched = time.perf_counter() - started
         asked = [query.get("from") for query in replay.requests]
     started = time.perf_counter()
@@ -143,17 +145,19 @@ def daily_run(base: Path, work: Path, redis_url: str, records: list[Record]) -> 
 
 def bibtex_library(earlier: list[Record], held_out: list[dict[str, Any]],
                    seed: int) -> str:
-    """500 entries by arXiv id, 200 by title and first author, 300 not in the corpus."""
+    """1 in 8 earlier records by arXiv id, 1 in 20 by title and first author, and the papers
+    held out, not in the corpus."""
     rng = random.Random(seed)
-    chosen = rng.sample(earlier, 700)
+    by_id, by_title = len(earlier) // 8, len(earlier) // 20
+    chosen = rng.sample(earlier, by_id + by_title)
     entries = []
     for number, record in enumerate(chosen):
         surname, given = record.authors[0]
         ident = (f"  eprint = {{{record.arxiv_id}}},\n  archivePrefix = {{arXiv}},\n"
-                 if number < 500 else "")
+                 if number < by_id else "")
         entries.append(f"@article{{lib{number},\n  title = {{{record.title}}},\n"
                        f"  author = {{{surname}, {given}}},\n{ident}  year = {{2026}}\n}}\n")
-    for number, paper in enumerate(held_out, start=700):
+    for number, paper in enumerate(held_out, start=len(chosen)):
         title = paper["title"].replace("{", "").replace("}", "")
         abstract = paper.get("abstract", "").replace("{", "").replace("}", "")
         entries.append(f"@article{{lib{number},\n  title = {{{title}}},\n"
@@ -169,7 +173,7 @@ def library_run(base: Path, work: Path, redis_url: str, library: str,
     settings = settings_for(folder, redis_url)
     parts = wiring.build(settings)
     parts.embedder.encode(["load the model"])  # a running service has it loaded
-    client = create_app(parts=parts).test_client()
+    client = create_app(parts=parts).test_client()  # the running service's app
     started = time.perf_counter()
     imported = client.post(f"/v1/users/{user}/library", data=library.encode(),
                            content_type="application/x-bibtex")
@@ -179,7 +183,8 @@ def library_run(base: Path, work: Path, redis_url: str, library: str,
     if imported.status_code != 200 or listed.status_code != 200:
         raise SystemExit(f"import answered {imported.status_code}, the list "
                          f"{listed.status_code}: {listed.get_data(as_text=True)[:500]}")
-    report, items = imported.json, listed.json["items"]
+    report, answer = imported.get_json(), listed.get_json()
+    items = answer["items"]
     shutil.rmtree(folder)
     return {"import_s": import_s, "first_list_s": total_s - import_s, "total_s": total_s,
             "matched": len(report["matched"]), "added": len(report["added"]),
@@ -188,31 +193,21 @@ def library_run(base: Path, work: Path, redis_url: str, library: str,
 
 
 def summarise(runs: list[dict[str, Any]], keys: tuple[str, ...]) -> dict[str, Any]:
-    out: dict[str, Any] = {f"{k}_median": round(statistics.median(r[k] for r in runs), 2)
-                           for k in keys}
+    out: dict[str, Any] = {f"{k}_median": harness.median((r[k] for r in runs), 2) for k in keys}
     out["runs"] = [{k: (round(v, 2) if isinstance(v, float) else v) for k, v in r.items()}
                    for r in runs]
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--cache", type=Path, default=ROOT / "var/bench/intake-embeddings.sqlite",
-                        help="embedding cache kept between runs (default: %(default)s)")
-    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/intake.json")
-    args = parser.parse_args(argv)
-
-    papers = [json.loads(line) for line in PAPERS.open()]
-    held = random.Random(args.seed).sample(papers, HELD_OUT)
-    earlier, daily = earlier_and_daily(args.seed)
+    args = bench.parse(argv)
+    papers = [json.loads(line) for line in citeulike.PAPERS.open()]
+    held = random.Random(args.seed).sample(papers, args.held_out)
+    earlier, daily = earlier_and_daily(args.earlier, args.daily, args.seed)
     keys = redis.Redis.from_url(args.redis_url)
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
-        base_figures = build_base(work / "base", args.cache, args.redis_url, earlier,
-                                  {p["id"] for p in held})
+        base_figures = build_base(work / "base", args, earlier, {p["id"] for p in held})
         daily_runs, library_runs = [], []
         library = bibtex_library(earlier, held, args.seed)
         for attempt in range(args.repeats):
@@ -221,21 +216,19 @@ def main(argv: list[str] | None = None) -> int:
                 keys.delete(key)
             library_runs.append(library_run(work / "base", work, args.redis_url, library,
                                             f"reader{attempt}"))
-            print(f"run {attempt + 1}: daily {daily_runs[-1]['total_s']:.1f} s, library "
-                  f"{library_runs[-1]['total_s']:.1f} s", file=sys.stderr)
+            harness.log(f"run {attempt + 1}: daily {daily_runs[-1]['total_s']:.1f} s, library "
+                        f"{library_runs[-1]['total_s']:.1f} s")
     for key in keys.scan_iter(f"{NAMESPACE}:*"):
         keys.delete(key)
-    result = {
-        "benchmark": "intake", "machine": machine(), "repeats": args.repeats,
-        "base": base_figures,
-        "daily_harvest": {"records": DAILY, **summarise(
+    bench.record(args, {
+        "repeats": args.repeats, "base": base_figures,
+        "daily_harvest": {"records": args.daily, **summarise(
             daily_runs, ("fetch_s", "rebuild_s", "total_s", "model_load_s"))},
-        "library_import": {"entries": 1000, "format": "bibtex", **summarise(
-            library_runs, ("import_s", "first_list_s", "total_s"))},
-    }
-    write_result(result, args.out)
+        "library_import": {"entries": library.count("@article"), "format": "bibtex",
+                           **summarise(library_runs, ("import_s", "first_list_s", "total_s"))},
+    })
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -1,4 +1,4 @@
-"""Like counts split by bucket (the Redis Cluster layout) against one global sorted set (the
+"""Like counts: split by bucket (the Redis Cluster layout) against one global sorted set (the
 layout before it): memory, and the time of the read the ranking context makes every 5 s.
 
 Users and their likes follow ``benchmarks/redis_memory.py`` (seeded; likes lognormal, median
@@ -13,36 +13,32 @@ Users and their likes follow ``benchmarks/redis_memory.py`` (seeded; likes logno
 Each read is timed 7 times; the median is reported. Everything is in a namespace of its own,
 deleted at the end.
 
-    flock /tmp/paperrec-bench.lock nice .venv/bin/python benchmarks/like_counts.py --users 100000
+    flock /tmp/paperrec-bench.lock nice python -m benchmarks.like_counts --users 100000
 
-Prints one JSON document and writes it to benchmarks/results/like_counts.json (``--out``).
+The figures and what they show: docs/benchmarks/memory.md ("Like counts by bucket").
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import platform
-import statistics
-import sys
-import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
 import redis
 from tqdm import tqdm
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from benchmarks import harness
+from benchmarks.redis_memory import erase, paper_ids, popular, user_plan
+from recommender.feedback.store import FeedbackStore
+from recommender.storage.redis_keys import BUCKETS, RedisKeys
 
-from benchmarks.redis_memory import erase, paper_ids, popular, user_plan  # noqa: E402
-from recommender.feedback.store import FeedbackStore  # noqa: E402
-from recommender.storage.redis_keys import BUCKETS, RedisKeys  # noqa: E402
-
-RESULTS = ROOT / "benchmarks" / "results" / "like_counts.json"
+bench = harness.Benchmark("like_counts", __doc__)
+bench.option("--redis-url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"),
+             help="the Redis measured ($REDIS_URL)")
+bench.option("--users", type=int, default=100_000, quick=2_000, help="synthetic users")
+bench.option("--batch", type=int, default=500, help="users per pipeline")
+bench.option("--seed", type=int, default=14, help="of the users")
 
 
 def write_likes(client: redis.Redis, keys: RedisKeys, likes: np.ndarray,
@@ -58,24 +54,12 @@ def write_likes(client: redis.Redis, keys: RedisKeys, likes: np.ndarray,
 
 
 def median_seconds(read: Callable[[], dict[str, int]], times: int = 7) -> tuple[float, int]:
-    runs, size = [], 0
-    for _ in range(times):
-        started = time.perf_counter()
-        size = len(read())
-        runs.append(time.perf_counter() - started)
-    return round(statistics.median(runs), 4), size
+    runs = [harness.timed(read) for _ in range(times)]
+    return harness.median((seconds for seconds, _ in runs), 4), len(runs[-1][1])
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--redis-url", default=os.environ.get("REDIS_URL",
-                                                              "redis://127.0.0.1:6379/0"))
-    parser.add_argument("--users", type=int, default=100_000)
-    parser.add_argument("--batch", type=int, default=500, help="users per pipeline")
-    parser.add_argument("--seed", type=int, default=14)
-    parser.add_argument("--out", type=Path, default=RESULTS)
-    args = parser.parse_args()
-
+def main(argv: list[str] | None = None) -> int:
+    args = bench.parse(argv)
     client = redis.Redis.from_url(args.redis_url, decode_responses=True)
     keys = RedisKeys(f"bench-like-counts-{os.getpid()}")
     rng = np.random.default_rng(args.seed)
@@ -101,21 +85,18 @@ def main() -> None:
         global_bytes = int(client.memory_usage(single, samples=0) or 0)
     finally:
         erase(client, keys)
-    report: dict[str, Any] = {
-        "benchmark": "like_counts", "users": args.users, "seed": args.seed, "buckets": BUCKETS,
+    bench.record(args, {
+        "users": args.users, "seed": args.seed, "buckets": BUCKETS,
         "likes": int(likes.sum()), "liked_papers": papers,
         "bucketed": {"members": members, "bytes": bucketed_bytes,
                      "read_seconds_median": bucketed_read},
         "global": {"members": papers, "bytes": global_bytes,
                    "read_seconds_median": global_read_seconds},
-        "machine": {"redis_version": cast(dict[str, Any], client.info("server"))["redis_version"],
-                    "cpus": os.cpu_count(), "python": platform.python_version(),
-                    "load_avg_start": load_start, "load_avg_end": os.getloadavg(),
-                    "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())},
-    }
-    print(json.dumps(report, indent=2))
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
+        "redis_version": cast(dict[str, Any], client.info("server"))["redis_version"],
+        "load_avg_start": load_start,
+    })
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

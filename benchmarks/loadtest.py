@@ -1,5 +1,5 @@
 """Load test: mixed reads and writes against `paperrec serve`, then a check that no write the
-service acknowledged was lost. Prints one JSON document (see docs/benchmarks/lists.md, "Load test").
+service acknowledged was lost. Exits 1 when one was.
 
 By default it builds the sample corpus into a temporary data directory, starts
 `paperrec serve --workers 2` on a free loopback port against the Redis at $REDIS_URL (else
@@ -13,367 +13,80 @@ a like or dislike that was acknowledged but is missing or different, or an ackno
 DELETE whose feedback is back, is a lost write. A write that failed without an answer
 (timeout, reset connection, 5xx) has an unknown outcome and is not checked.
 
-    .venv/bin/python benchmarks/loadtest.py                  # 60 s, 32 clients, 2 workers
-    .venv/bin/python benchmarks/loadtest.py --data-dir /tmp/cul \\
+    python -m benchmarks.loadtest                  # 60 s, 32 clients, 2 workers
+    python -m benchmarks.loadtest --data-dir /tmp/cul \\
         --papers /work/shared/data/citeulike-a/papers.jsonl  # citeulike-a (embeds 17k once)
-    .venv/bin/python benchmarks/loadtest.py --url http://127.0.0.1:8000 --api-key KEY
+    python -m benchmarks.loadtest --url http://127.0.0.1:8000 --api-key KEY
+
+Environment: REDIS_URL (Redis of the started server), PAPERREC_API_KEY (the key to send, as
+--api-key).
+
+The figures and what they show: docs/benchmarks/lists.md ("Load test").
 """
 
 from __future__ import annotations
 
 import argparse
-import http.client
-import json
 import os
-import platform
 import random
 import secrets
 import shutil
-import socket
-import subprocess
-import sys
 import tempfile
 import threading
 import time
 import urllib.parse
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-KINDS = {  # request kind -> share of the requests a client sends
-    "put_feedback": 30,
-    "delete_feedback": 10,
-    "recommendations": 25,
-    "get_feedback": 15,
-    "similar": 10,
-    "search": 10,
-}
-QUERIES = ["graph neural networks", "federated learning", "label noise", "diffusion models",
-           "reinforcement learning", "large language models", "optimization", "robustness",
-           "causal inference", "time series", "collaborative filtering", "vision transformers"]
+from benchmarks import harness
+from benchmarks.loadtest_client import KINDS, Client
+from benchmarks.served import Served, prepare, wait_ready
+
 DISCOVERY_QUERIES = ["learning", "model", "data", "network", "neural", "method", "graph",
                      "language", "optimization", "recommendation", "training", "theory"]
 MAX_SECONDS = 3600  # a load test stops by itself
-STALE_CONNECTION_ERRORS = (http.client.RemoteDisconnected, BrokenPipeError,
-                           ConnectionResetError)
+
+bench = harness.Benchmark("loadtest", __doc__)
+bench.option("--url", help="drive this running service instead of starting one "
+             "(e.g. http://127.0.0.1:8000)")
+bench.option("--seconds", type=float, default=60.0, quick=10.0, help="duration")
+bench.option("--clients", type=int, default=32, quick=8, help="concurrent clients")
+bench.option("--users-per-client", type=int, default=4, help="users each client owns")
+bench.option("--warmup-seconds", type=float, default=5.0, quick=2.0,
+             help="untimed warm-up: every worker loads the model")
+bench.option("--api-key", default=os.environ.get("PAPERREC_API_KEY", ""),
+             help="send Authorization: Bearer KEY ($PAPERREC_API_KEY); when this script "
+                  "starts the server, the server is given this key as its one client key. "
+                  "Without a key the started server has none: no auth, so no per-key rate "
+                  "limits either")
+bench.option("--seed", type=int, default=0, help="random seed")
+bench.option("--workers", type=int, default=2, help="gunicorn workers of the started server")
+bench.option("--threads", type=int, default=8, help="threads per worker")
+bench.option("--data-dir", type=Path, help="data directory with a published index (default: "
+             "a temporary one with the sample corpus); one without an index gets --papers "
+             "(or the sample) ingested and indexed first")
+bench.option("--papers", type=Path, help="papers to ingest into a data dir that has no index "
+             "yet, e.g. citeulike-a/papers.jsonl")
+bench.option("--redis-url", default=os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0",
+             help="Redis for the started server ($REDIS_URL)")
+bench.option("--namespace", help="Redis namespace of the server (default: a fresh one, "
+             "deleted afterwards)")
+bench.option("--rate-limit", default="off", metavar="LIMIT",
+             help="PAPERREC_RATE_LIMIT of the server, per API key (off: none; e.g. "
+                  "6000/minute)")
+bench.option("--keep", action="store_true",
+             help="keep the temporary data dir and the Redis keys")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description="Load test paperrec: mixed feedback writes and reads with N concurrent "
-        "clients, then verify that every acknowledged write is stored. Prints JSON.",
-        epilog="environment: REDIS_URL (Redis of the started server), PAPERREC_API_KEY "
-        "(key to send, same as --api-key)",
-    )
-    parser.add_argument("--url", help="drive this running service instead of starting one "
-                        "(e.g. http://127.0.0.1:8000)")
-    parser.add_argument("--seconds", type=float, default=60.0, help="duration (60)")
-    parser.add_argument("--clients", type=int, default=32, help="concurrent clients (32)")
-    parser.add_argument("--users-per-client", type=int, default=4,
-                        help="users each client owns (4)")
-    parser.add_argument("--warmup-seconds", type=float, default=5.0,
-                        help="untimed warm-up: every worker loads the model (5)")
-    parser.add_argument("--api-key", default=os.environ.get("PAPERREC_API_KEY", ""),
-                        help="send Authorization: Bearer KEY ($PAPERREC_API_KEY); when this "
-                        "script starts the server, the server is given this key as its one "
-                        "client key. Without a key the started server has none: no auth, "
-                        "so no per-key rate limits either")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (0)")
-    parser.add_argument("--json", type=Path, metavar="OUT.json", help="also write the JSON here")
-    started = parser.add_argument_group("the started server (without --url)")
-    started.add_argument("--workers", type=int, default=2, help="gunicorn workers (2)")
-    started.add_argument("--threads", type=int, default=8, help="threads per worker (8)")
-    started.add_argument("--data-dir", type=Path, help="data directory with a published index "
-                         "(default: a temporary one with the sample corpus); one without an "
-                         "index gets --papers (or the sample) ingested and indexed first")
-    started.add_argument("--papers", type=Path, help="papers to ingest into a data dir that "
-                         "has no index yet, e.g. citeulike-a/papers.jsonl")
-    started.add_argument("--redis-url", default=os.environ.get("REDIS_URL")
-                         or "redis://127.0.0.1:6379/0", help="Redis for the server "
-                         "($REDIS_URL or redis://127.0.0.1:6379/0)")
-    started.add_argument("--namespace", help="Redis namespace of the server (default: a "
-                         "fresh paperrec-loadtest-... one, deleted afterwards)")
-    started.add_argument("--rate-limit", default="off", metavar="LIMIT",
-                         help="PAPERREC_RATE_LIMIT of the server, per API key (off: none; "
-                         "e.g. 6000/minute)")
-    started.add_argument("--keep", action="store_true",
-                         help="keep the temporary data dir and the Redis keys")
-    args = parser.parse_args(argv)
+    args = bench.parse(argv)
     if not 0 < args.seconds <= MAX_SECONDS:
-        parser.error(f"--seconds must be in (0, {MAX_SECONDS}]")
+        bench.parser.error(f"--seconds must be in (0, {MAX_SECONDS}]")
     if args.clients < 1 or args.users_per_client < 1 or args.workers < 1 or args.threads < 1:
-        parser.error("--clients, --users-per-client, --workers and --threads must be >= 1")
+        bench.parser.error("--clients, --users-per-client, --workers and --threads must be "
+                           ">= 1")
     return args
-
-
-# --- the server ---------------------------------------------------------------------------
-
-def paperrec_command() -> list[str]:
-    beside = Path(sys.executable).with_name("paperrec")
-    if beside.exists():
-        return [str(beside)]
-    found = shutil.which("paperrec")
-    return [found] if found else [sys.executable, "-m", "service.cli"]
-
-
-def ensure_index(data_dir: Path, papers: Path | None, env: dict[str, str]) -> None:
-    if (data_dir / "index" / "CURRENT").exists():
-        if papers:
-            log(f"{data_dir} already has an index: not ingesting {papers}")
-        return
-    source = [str(papers)] if papers else ["--sample"]
-    for step in (["ingest", *source], ["rebuild-index", "--quiet"]):
-        log(f"paperrec {' '.join(step)}")
-        subprocess.run(paperrec_command() + step, env=env, check=True, stdout=sys.stderr)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@dataclass
-class Server:
-    process: subprocess.Popen[bytes]
-    url: str
-    log_path: Path
-
-    def pids(self) -> list[int]:
-        """The gunicorn master and its workers."""
-        pids = [self.process.pid]
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                try:
-                    stat = (entry / "stat").read_text()
-                except OSError:
-                    continue
-                if int(stat.rsplit(")", 1)[1].split()[1]) == self.process.pid:
-                    pids.append(int(entry.name))
-        return pids
-
-    def usage(self) -> tuple[float, float]:
-        """(CPU seconds so far, resident MB now) of the master and workers, from /proc."""
-        ticks, cpu, rss = os.sysconf("SC_CLK_TCK"), 0.0, 0.0
-        for pid in self.pids():
-            try:
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                status = Path(f"/proc/{pid}/status").read_text()
-            except OSError:
-                continue
-            cpu += (int(fields[11]) + int(fields[12])) / ticks
-            rss += next(int(line.split()[1]) for line in status.splitlines()
-                        if line.startswith("VmRSS:")) / 1024
-        return cpu, rss
-
-    def stop(self) -> None:
-        self.process.terminate()  # gunicorn: graceful shutdown of the workers
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-
-def start_server(args: argparse.Namespace, data_dir: Path, namespace: str,
-                 workdir: Path) -> Server:
-    env = dict(os.environ, PAPERREC_DATA_DIR=str(data_dir), REDIS_URL=args.redis_url,
-               PAPERREC_REDIS_NAMESPACE=namespace, PAPERREC_RATE_LIMIT=args.rate_limit,
-               HF_HUB_OFFLINE="1")
-    env.pop("PAPERREC_API_KEYS_FILE", None)
-    env["PAPERREC_API_KEYS"] = f"client:{args.api_key}" if args.api_key else ""
-    ensure_index(data_dir, args.papers, env)
-    port = free_port()
-    log_path = workdir / "server.log"
-    command = paperrec_command() + ["serve", "--host", "127.0.0.1", "--port", str(port),
-                                    "--workers", str(args.workers),
-                                    "--threads", str(args.threads)]
-    with open(log_path, "wb") as server_log:
-        process = subprocess.Popen(command, env=env, stdout=server_log,
-                                   stderr=subprocess.STDOUT)
-    server = Server(process, f"http://127.0.0.1:{port}", log_path)
-    log(f"started {' '.join(command[-9:])} (pid {process.pid}, log {log_path})")
-    return server
-
-
-def wait_ready(url: str, headers: dict[str, str], server: Server | None,
-               timeout: float = 300) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    parts = urllib.parse.urlsplit(url)
-    while time.monotonic() < deadline:
-        if server and server.process.poll() is not None:
-            raise SystemExit(f"the server exited with {server.process.returncode}; see "
-                             f"{server.log_path}")
-        try:
-            conn = http.client.HTTPConnection(parts.hostname or "", parts.port or 80, timeout=5)
-            conn.request("GET", "/readyz", headers=headers)
-            response = conn.getresponse()
-            body = response.read()
-            conn.close()
-            if response.status == 200:
-                return dict(json.loads(body))
-        except OSError:
-            pass
-        time.sleep(0.5)
-    raise SystemExit(f"{url}/readyz did not answer 200 within {timeout:.0f} s")
-
-
-# --- the clients --------------------------------------------------------------------------
-
-@dataclass
-class Client:
-    base: urllib.parse.SplitResult
-    headers: dict[str, str]
-    users: list[str]
-    papers: list[str]
-    rng: random.Random
-    latencies: dict[str, list[float]] = field(default_factory=dict)
-    statuses: Counter[str] = field(default_factory=Counter)
-    errors: Counter[str] = field(default_factory=Counter)
-    expected_404: int = 0
-    acknowledged_writes: int = 0
-    stale_reads: int = 0
-    vanished_before_delete: int = 0
-    beliefs: dict[tuple[str, str], str | None] = field(default_factory=dict)
-    uncertain: set[tuple[str, str]] = field(default_factory=set)
-    reconnects: int = 0
-    conn: http.client.HTTPConnection | None = None
-    conn_used: bool = False  # the connection has answered before (kept alive)
-
-    def call(self, kind: str, method: str, path: str,
-             body: dict[str, Any] | None = None, timed: bool = True) -> tuple[int, Any]:
-        """(status, parsed JSON or None); status 0 when no answer came (the error is counted)."""
-        headers = dict(self.headers)
-        payload = None
-        if body is not None:
-            payload = json.dumps(body).encode()
-            headers["Content-Type"] = "application/json"
-        started = time.perf_counter()
-        for attempt in (1, 2):
-            try:
-                if self.conn is None:
-                    self.conn = http.client.HTTPConnection(self.base.hostname or "",
-                                                           self.base.port or 80, timeout=60)
-                    self.conn_used = False
-                self.conn.request(method, path, body=payload, headers=headers)
-                response = self.conn.getresponse()
-                raw = response.read()
-                status = response.status
-                self.conn_used = True
-                break
-            except (OSError, http.client.HTTPException) as exc:
-                stale = self.conn_used and isinstance(exc, STALE_CONNECTION_ERRORS)
-                self.close()
-                if attempt == 1 and stale:
-                    # The server closed this kept-alive connection while it was idle, before
-                    # reading the request (as browsers and urllib3 do: reconnect, send again).
-                    self.reconnects += 1
-                    continue
-                if timed:
-                    self.errors[f"{kind}: {type(exc).__name__}"] += 1
-                return 0, None
-        if timed:
-            self.latencies.setdefault(kind, []).append(time.perf_counter() - started)
-            self.statuses[f"{kind} {status}"] += 1
-        try:
-            parsed = json.loads(raw) if raw else None
-        except ValueError:
-            parsed = None
-        return status, parsed
-
-    def close(self) -> None:
-        if self.conn is not None:
-            self.conn.close()
-        self.conn = None
-
-    def run(self, deadline: float) -> None:
-        kinds, weights = list(KINDS), list(KINDS.values())
-        while time.monotonic() < deadline:
-            kind = self.rng.choices(kinds, weights)[0]
-            getattr(self, kind)()
-
-    def _path(self, *parts: str) -> str:
-        return "/" + "/".join(urllib.parse.quote(p, safe="") for p in parts)
-
-    def _classify(self, kind: str, status: int, expected_404: bool = False) -> None:
-        if status == 404 and expected_404:
-            self.expected_404 += 1
-        elif status and not 200 <= status < 300:
-            self.errors[f"{kind}: HTTP {status}"] += 1
-
-    def put_feedback(self) -> None:
-        user, paper = self.rng.choice(self.users), self.rng.choice(self.papers)
-        signal = self.rng.choice(("like", "like", "dislike"))
-        status, _ = self.call("put_feedback", "PUT",
-                              self._path("v1", "users", user, "feedback", paper),
-                              {"signal": signal})
-        self._classify("put_feedback", status)
-        if 200 <= status < 300:
-            self.beliefs[(user, paper)] = signal
-            self.uncertain.discard((user, paper))
-            self.acknowledged_writes += 1
-        elif status == 0 or status >= 500:
-            self.uncertain.add((user, paper))
-
-    def delete_feedback(self) -> None:
-        present = [pair for pair, signal in self.beliefs.items() if signal is not None]
-        if present and self.rng.random() < 0.8:
-            user, paper = self.rng.choice(present)
-        else:
-            user, paper = self.rng.choice(self.users), self.rng.choice(self.papers)
-        pair = (user, paper)
-        status, _ = self.call("delete_feedback", "DELETE",
-                              self._path("v1", "users", user, "feedback", paper))
-        believed_absent = self.beliefs.get(pair) is None or pair in self.uncertain
-        self._classify("delete_feedback", status, expected_404=believed_absent)
-        if status == 404 and not believed_absent:
-            self.vanished_before_delete += 1  # an acknowledged like/dislike was not there
-        if 200 <= status < 300 or status == 404:
-            self.beliefs[pair] = None
-            self.uncertain.discard(pair)
-            self.acknowledged_writes += 200 <= status < 300
-        elif status == 0 or status >= 500:
-            self.uncertain.add(pair)
-
-    def get_feedback(self) -> None:
-        user = self.rng.choice(self.users)
-        status, body = self.call("get_feedback", "GET", self._path("v1", "users", user,
-                                                                   "feedback"))
-        self._classify("get_feedback", status)
-        if status == 200 and body is not None:
-            self.stale_reads += len(self.mismatches(user, body))
-
-    def recommendations(self) -> None:
-        user = self.rng.choice(self.users)
-        query = "?k=10" + ("&exclude_served=true" if self.rng.random() < 0.3 else "")
-        status, _ = self.call("recommendations", "GET",
-                              self._path("v1", "users", user, "recommendations") + query)
-        self._classify("recommendations", status)
-
-    def similar(self) -> None:
-        paper = self.rng.choice(self.papers)
-        status, _ = self.call("similar", "GET",
-                              self._path("v1", "papers", paper, "similar") + "?k=10")
-        self._classify("similar", status)
-
-    def search(self) -> None:
-        query = urllib.parse.urlencode({"q": self.rng.choice(QUERIES), "k": 10})
-        status, _ = self.call("search", "GET", f"/v1/search?{query}")
-        self._classify("search", status)
-
-    def mismatches(self, user: str, body: dict[str, Any]) -> list[tuple[str, str]]:
-        """(paper, problem) for each belief about `user` that the stored feedback contradicts."""
-        stored = {item["paper_id"]: item["signal"] for item in body.get("items", [])}
-        problems = []
-        for (owner, paper), signal in self.beliefs.items():
-            if owner != user or (owner, paper) in self.uncertain:
-                continue
-            if signal is not None and stored.get(paper) != signal:
-                problems.append((paper, "missing" if paper not in stored else "changed"))
-            elif signal is None and paper in stored:
-                problems.append((paper, "deleted but present"))
-        return problems
 
 
 # --- measuring ----------------------------------------------------------------------------
@@ -415,14 +128,10 @@ def warm_up(clients: list[Client], seconds: float) -> None:
 def percentiles(seconds: list[float]) -> dict[str, float | int]:
     if not seconds:
         return {"count": 0}
-    ordered = sorted(seconds)
-
-    def at(q: float) -> float:
-        return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000, 2)
-
-    return {"count": len(ordered), "p50_ms": at(0.50), "p90_ms": at(0.90), "p99_ms": at(0.99),
-            "max_ms": round(ordered[-1] * 1000, 2),
-            "mean_ms": round(sum(ordered) / len(ordered) * 1000, 2)}
+    return {"count": len(seconds),
+            **harness.percentiles(seconds, (50, 90, 99), scale=1000, suffix="_ms"),
+            "max_ms": round(max(seconds) * 1000, 2),
+            "mean_ms": round(sum(seconds) / len(seconds) * 1000, 2)}
 
 
 def read_back(client: Client, user: str, patience: float = 120.0) -> Any:
@@ -453,53 +162,42 @@ def redis_info(url: str) -> dict[str, Any]:
         return {"redis_error": str(exc)}
 
 
-def delete_namespace(url: str, namespace: str) -> int:
-    import redis
-
-    client = redis.Redis.from_url(url)
-    keys = list(client.scan_iter(match=f"{namespace}:*", count=1000))
-    for start in range(0, len(keys), 500):
-        client.delete(*keys[start:start + 500])
-    return len(keys)
-
-
-def log(message: str) -> None:
-    print(f"loadtest: {message}", file=sys.stderr, flush=True)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     headers = {"Authorization": f"Bearer {args.api_key}"} if args.api_key else {}
     workdir = Path(tempfile.mkdtemp(prefix="paperrec-loadtest-"))
-    namespace = args.namespace or f"paperrec-loadtest-{os.getpid()}-{secrets.token_hex(4)}"
-    server: Server | None = None
+    server: Served | None = None
     data_dir = args.data_dir or workdir / "data"
     try:
         if args.url:
             url = args.url.rstrip("/")
+            ready = wait_ready(url, headers, None, 300)
         else:
-            server = start_server(args, data_dir, namespace, workdir)
+            prepare(data_dir, args.papers)
+            server = Served(data_dir, args.redis_url, args.workers, args.threads,
+                            args.namespace, log_path=workdir / "server.log",
+                            env={"PAPERREC_RATE_LIMIT": args.rate_limit,
+                                 "PAPERREC_API_KEYS": f"client:{args.api_key}"
+                                 if args.api_key else ""})
+            ready = server.start(headers, timeout=300)
             url = server.url
-        ready = wait_ready(url, headers, server)
-        log(f"ready: {ready}")
-        return run(args, url, headers, ready, server, namespace if server else None, data_dir)
+        harness.log(f"ready: {ready}")
+        return run(args, url, headers, ready, server, data_dir)
     finally:
         if server:
-            server.stop()
-            if not args.keep:
-                deleted = delete_namespace(args.redis_url, namespace)
-                log(f"deleted {deleted} Redis keys of namespace {namespace}")
+            server.stop(keep=args.keep)
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
 
 
 def run(args: argparse.Namespace, url: str, headers: dict[str, str], ready: dict[str, Any],
-        server: Server | None, namespace: str | None, data_dir: Path) -> int:
+        server: Served | None, data_dir: Path) -> int:
     base = urllib.parse.urlsplit(url)
     run_id = secrets.token_hex(3)
     probe = Client(base, headers, [], [], random.Random(args.seed))
     papers = discover_papers(probe)
-    log(f"{len(papers)} papers found by search; {args.clients} clients for {args.seconds} s")
+    harness.log(f"{len(papers)} papers found by search; {args.clients} clients for "
+                f"{args.seconds} s")
     clients = [
         Client(base, headers,
                [f"lt-{run_id}-c{c}-u{u}" for u in range(args.users_per_client)],
@@ -543,7 +241,6 @@ def run(args: argparse.Namespace, url: str, headers: dict[str, str], ready: dict
     statuses = sum((c.statuses for c in clients), Counter())
     lost_writes = sum(lost.values()) + sum(c.vanished_before_delete for c in clients)
     report: dict[str, Any] = {
-        "benchmark": "loadtest",
         "url": url if not server else "started: " + url,
         "seconds": round(elapsed, 2),
         "clients": args.clients,
@@ -568,26 +265,20 @@ def run(args: argparse.Namespace, url: str, headers: dict[str, str], ready: dict
         | {kind: percentiles(latencies.get(kind, [])) for kind in KINDS},
         "statuses": dict(sorted(statuses.items())),
         "client_cpu_seconds": round(client_cpu, 1),
-        "machine": {"cpu_count": os.cpu_count(), "python": platform.python_version(),
-                    "platform": platform.platform(), "processor": platform.machine(),
-                    "loadavg_1m_at_start": round(load_before, 2),
-                    "loadavg_1m_at_end": round(os.getloadavg()[0], 2)},
+        "load_average_start": round(load_before, 2),
     }
     if server and server_before and server_after:
         report["server"] = {
             "workers": args.workers, "threads": args.threads, "data_dir": str(data_dir),
-            "redis_namespace": namespace, "api_keys": bool(args.api_key),
+            "redis_namespace": server.namespace, "api_keys": bool(args.api_key),
             "rate_limit": args.rate_limit,
             "cpu_seconds": round(server_after[0] - server_before[0], 1),
             "peak_rss_mb": round(peak_rss, 1),
             **redis_info(args.redis_url),
         }
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.json:
-        args.json.write_text(text + "\n")
+    bench.record(args, report)
     return 1 if lost_writes else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -1,4 +1,4 @@
-"""The cheapest path: what each of the two ways to a reading list costs, measured, against
+"""Path cost: what each of the two ways to a reading list costs, measured, against
 what ``cost.path_costs`` predicts, and whether each list takes the cheaper one.
 
 A list is ranked either by scoring every paper (one pass over the vectors) or by the
@@ -7,8 +7,8 @@ candidate path (searches of the approximate index, then scoring the rows they fi
 ``GATHER_US_PER_ROW``, ``SEARCH_US_PER_EF``); this script measures both paths for the same
 users and fits the constants again from the measurements (least squares, in microseconds).
 
-For each --sizes data dir built by ``benchmarks/recommendations.py`` (synthetic papers, an
-index published by the service's own ``IndexStore``; run that first, or pass --build), it
+For each --sizes data dir built as ``benchmarks.recommendations`` builds them (synthetic
+papers, an index published by the service's own ``IndexStore``; kept in var/bench), it
 loads the index memory-mapped as a worker does and builds ``context_for(index, None)``. An
 exact index (up to ``PAPERREC_EXACT_INDEX_MAX`` papers) gets an HNSW index built in memory
 for the measurement, so both paths are timed at every size. Then for --users users per like
@@ -19,18 +19,15 @@ worker ranks), records which path ``rank`` chooses and what the other would have
 how much of the list the candidate path shares with scoring every paper (``agreement``: the
 fraction of its k papers in the exact list).
 
-    .venv/bin/python benchmarks/path_cost.py --sizes 17k,100k,1M --workdir var/bench
+    python -m benchmarks.path_cost --sizes 17k,100k,1M
 
-Prints one JSON document and writes benchmarks/results/path_cost.json; docs/benchmarks/lists.md
-("The cheapest path") has the results.
+The figures and what they show: docs/benchmarks/lists.md ("The cheapest path").
 """
 
 from __future__ import annotations
 
-import argparse
 import copy
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -39,20 +36,23 @@ import faiss
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
+from benchmarks import harness
+from benchmarks.recommendations import build
+from recommender.index.paper_index import PaperIndex
+from recommender.index.store import IndexStore, build_faiss
+from recommender.ranking import cost
+from recommender.ranking.context import RankingContext, context_for
+from recommender.ranking.rank import rank
+from recommender.ranking.request import ListRequest
 
-from index import load_average, machine, write_result  # noqa: E402
-from recommendations import build  # noqa: E402
-
-from recommender.index.paper_index import PaperIndex  # noqa: E402
-from recommender.index.store import IndexStore, build_faiss  # noqa: E402
-from recommender.ranking import cost  # noqa: E402
-from recommender.ranking.context import RankingContext, context_for  # noqa: E402
-from recommender.ranking.rank import rank  # noqa: E402
-from recommender.ranking.request import ListRequest  # noqa: E402
-
-RESULTS = ROOT / "benchmarks" / "results" / "path_cost.json"
+bench = harness.Benchmark("path_cost", __doc__)
+bench.option("--sizes", default="17k,100k,1M", quick="5k", help="papers: 17k, 100k, 1M, ...")
+bench.option("--workdir", type=Path, default=harness.WORK / "recommendations",
+             help="where the data dirs are built and kept (benchmarks.recommendations')")
+bench.option("--users", type=int, default=5, quick=2, help="users per like count")
+bench.option("--k", default="20,300", quick="20", help="list lengths")
+bench.option("--repeats", type=int, default=15, quick=3, help="timings per list")
+bench.option("--seed", type=int, default=0, help="of the data and the users")
 
 
 def users_of(ctx: RankingContext, likes: int, count: int,
@@ -88,7 +88,7 @@ def measure(size: str, workdir: Path, users: int, ks: list[int], repeats: int,
             seed: int) -> list[dict[str, Any]]:
     data_dir = build(size, workdir, seed, direct=size == "1M")
     store = IndexStore(data_dir / "index")
-    index = store.load(store.current_version() or "")
+    index = store.load(str(store.current_version()))
     ctx = context_for(index, None)
     if ctx.search is None:  # an exact index: search an HNSW built here, to time both paths
         hnsw = PaperIndex(index.version, index.ids, index.space, index.days,
@@ -155,34 +155,24 @@ def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="17k,100k,1M", help="17k, 100k, 1M (all three)")
-    parser.add_argument("--workdir", type=Path, default=ROOT / "var" / "bench",
-                        help="where benchmarks/recommendations.py keeps its data dirs")
-    parser.add_argument("--users", type=int, default=5, help="users per like count (5)")
-    parser.add_argument("--k", default="20,300", help="list lengths (20,300)")
-    parser.add_argument("--repeats", type=int, default=15, help="timings per list (15)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=RESULTS)
-    args = parser.parse_args(argv)
+def main(argv: list[str] | None = None) -> int:
+    args = bench.parse(argv)
     threadpool_limits(1)
     faiss.omp_set_num_threads(1)
-    load_start = load_average()
+    load_start = harness.load_average()
     rows = []
     for size in [s for s in args.sizes.split(",") if s]:
         rows += measure(size, args.workdir, args.users, [int(k) for k in args.k.split(",")],
                         args.repeats, args.seed)
-    result = {
-        "machine": machine(), "load_average": {"start": load_start, "end": load_average()},
-        "command": "benchmarks/path_cost.py " + " ".join(argv or sys.argv[1:]),
+    bench.record(args, {
+        "load_average_start": load_start,
         "constants": {"scan_us_per_paper": cost.SCAN_US_PER_PAPER,
                       "search_us_per_ef": cost.SEARCH_US_PER_EF,
                       "gather_us_per_row": cost.GATHER_US_PER_ROW},
         "refitted": fit(rows), "summary": summary(rows), "lists": rows,
-    }
-    write_result(result, args.out)
+    })
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,14 +1,14 @@
-"""Rebuild benchmark (issue 6): an incremental rebuild that adds 1% new papers, against a
-full rebuild.
+"""Rebuild: an incremental rebuild that adds 1% new papers, against a full rebuild.
 
-citeulike-a (16,980 papers): 1% of the papers (seeded) are held out; the rest are ingested
-into a fresh data dir and indexed with a full build; then the held-out 1% are ingested and
-`rebuild-index` runs again, which extends the previous version (incremental). Measured:
+citeulike-a (16,980 papers; ``--limit`` fewer): 1% of the papers (seeded) are held out; the
+rest are ingested into a fresh data dir and indexed with a full build; then the held-out 1%
+are ingested and `rebuild-index` runs again, which extends the previous version (incremental).
+Measured:
 
-- end to end (``jobs.rebuild_index``, as `paperrec rebuild-index` runs it): the full build
-  of all papers from cached embeddings (``--full``), and the incremental one after the 1% are
-  ingested, embedding those 1% for real (their vectors are deleted from the copied cache);
-  the model load is timed apart (a fresh process pays it once per rebuild);
+- end to end (the application's ``rebuild_index``, as `paperrec rebuild-index` runs it):
+  the full build of all papers from cached embeddings (``--full``), and the incremental one
+  after the 1% are ingested, embedding those 1% for real (their vectors are deleted from the
+  copied cache); the model load is timed apart (a fresh process pays it once per rebuild);
 - a full rebuild from an EMPTY cache: embedding every paper is extrapolated from embedding
   a sample (``--embed-sample`` papers, default backend) plus the full build above;
 - publish only (``IndexStore.publish`` with the vectors in memory): full vs incremental;
@@ -16,75 +16,60 @@ into a fresh data dir and indexed with a full build; then the held-out 1% are in
   in common with a full build (new papers, old papers), and the mean drift.
 
 ``--synthetic 100k`` repeats the publish-only measurement on synthetic 384-d vectors
-(``benchmarks/index.py`` ``synthetic_vectors``, plus a common offset as raw embeddings
-have), where the index is HNSW.
+(``benchmarks.synthetic``, plus a common offset as raw embeddings have), where the index is
+HNSW.
 
-The embedding cache is copied from ``--cache`` (never modified; its vectors are relabelled
-in the copy as the current default embedding variant, so they count as cached).
+The data dir starts with a copy of the benchmarks' embedding cache (var/bench), which holds
+every citeulike-a paper (embedded the first time, once).
 
-    .venv/bin/python benchmarks/rebuild.py                      # citeulike-a, about 5 min
-    .venv/bin/python benchmarks/rebuild.py --synthetic 100k     # plus 100k, about 15 min
+    python -m benchmarks.rebuild                      # citeulike-a, about 5 min
+    python -m benchmarks.rebuild --synthetic 100k     # plus 100k, about 15 min
 
-Prints one JSON document and writes benchmarks/results/rebuild.json.
+The figures and what they show: docs/benchmarks/rebuild.md ("Incremental against full").
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sqlite3
 import statistics
-import sys
 import tempfile
-import time
-from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+from benchmarks import citeulike, harness
+from benchmarks.synthetic import parse_size, synthetic_vectors
+from recommender import wiring
+from recommender.core.config import Settings
+from recommender.index.paper_index import PaperIndex
+from recommender.index.store import IndexStore, mean_drift
 
-from index import machine, synthetic_vectors  # type: ignore[import-not-found]  # noqa: E402
+bench = harness.Benchmark("rebuild", __doc__)
+bench.option("--limit", type=int, default=0, quick=2000,
+             help="citeulike-a papers used; 0: all")
+bench.option("--fraction", type=float, default=0.01, help="share held out")
+bench.option("--repeats", type=int, default=3, quick=1, help="runs per timing")
+bench.option("--embed-sample", type=int, default=512, quick=64,
+             help="papers embedded to extrapolate a full embedding")
+bench.option("--synthetic", default="", metavar="SIZES",
+             help="also synthetic sizes, e.g. 100k (publish only)")
+bench.option("--synthetic-repeats", type=int, default=1, help="runs per timing")
+bench.option("--skip-citeulike", action="store_true", help="only the synthetic sizes")
+bench.option("--seed", type=int, default=0, help="of the papers held out")
 
-from recommender import jobs, wiring  # noqa: E402
-from recommender.core.config import Settings  # noqa: E402
-from recommender.corpus.store import CorpusStore  # noqa: E402
-from recommender.embedding.encoders import shared_embedder  # noqa: E402
-from recommender.index.paper_index import PaperIndex  # noqa: E402
-from recommender.index.store import IndexStore, mean_drift  # noqa: E402
 
-PAPERS = Path("/work/shared/data/citeulike-a/papers.jsonl")
-CACHE = Path("/tmp/lt-cul/data/embeddings.sqlite")
-RESULTS = ROOT / "benchmarks" / "results" / "rebuild.json"
-
-
-def ingest(settings: Settings, path: Path) -> None:
+def ingest(app: wiring.Paperrec, path: Path) -> None:
     """``paperrec ingest PATH``."""
-    jobs.ingest(wiring.build(settings).corpus, [path], on_rejection=lambda r: None)
-
-
-def rebuild(settings: Settings, full: bool = False) -> jobs.RebuildSummary:
-    """``paperrec rebuild-index [--full]``, through the product's own code."""
-    parts = wiring.build(settings)
-    return jobs.rebuild_index(parts.corpus, parts.embedder, settings.embedding_cache_path,
-                              parts.index_store, settings.exact_index_max, settings.model,
-                              progress=False, full=full)
-
-
-def timed(run: Callable[[], Any]) -> tuple[float, Any]:
-    started = time.perf_counter()
-    result = run()
-    return time.perf_counter() - started, result
+    app.ingest([path], on_rejection=lambda r: None)
 
 
 def median(values: list[float]) -> dict[str, Any]:
-    return {"median_s": round(statistics.median(values), 3), "runs_s": [round(v, 3)
-                                                                        for v in values]}
+    return {"median_s": harness.median(values), "runs_s": [round(v, 3) for v in values]}
 
 
 def overlap(a: np.ndarray, b: np.ndarray) -> float:
@@ -113,23 +98,24 @@ def publish_only(raw: np.ndarray, n_old: int, repeats: int, exact_max: int,
     full = inc = None
     for attempt in range(repeats):
         store = IndexStore(work / f"full-{attempt}")
-        seconds, full = timed(lambda s=store: s.publish(ids, raw, days, "m", exact_max,
-                                                        hashes=hashes, full=True))
+        seconds, full = harness.timed(partial(store.publish, ids, raw, days, "m", exact_max,
+                                              hashes=hashes, full=True))
         full_times.append(seconds)
         shutil.rmtree(work / f"full-{attempt}")
     store = IndexStore(work / "base")
-    base_seconds, base = timed(lambda: store.publish(ids[:n_old], raw[:n_old], days[:n_old],
-                                                     "m", exact_max, hashes=hashes[:n_old]))
+    base = store.publish(ids[:n_old], raw[:n_old], days[:n_old], "m", exact_max,
+                         hashes=hashes[:n_old])
     snapshot = work / "snapshot"
     shutil.copytree(work / "base", snapshot)
     for _ in range(repeats):
         shutil.rmtree(work / "base")
         shutil.copytree(snapshot, work / "base")
         store = IndexStore(work / "base")
-        seconds, inc = timed(lambda s=store: s.publish(ids, raw, days, "m", exact_max,
-                                                       hashes=hashes))
-        assert inc.meta["build"] == "incremental", inc.meta["build_reason"]
+        seconds, version = harness.timed(partial(store.publish, ids, raw, days, "m", exact_max,
+                                                 hashes=hashes))
+        assert version.meta["build"] == "incremental", version.meta["build_reason"]
         inc_times.append(seconds)
+        inc = version
     assert full is not None and inc is not None
     return {
         "papers": len(raw), "added": len(raw) - n_old, "kind": inc.meta["kind"],
@@ -142,73 +128,75 @@ def publish_only(raw: np.ndarray, n_old: int, repeats: int, exact_max: int,
     }
 
 
-def citeulike(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    lines = [line for line in args.papers.read_text().splitlines() if line.strip()]
+def papers_file(limit: int) -> list[str]:
+    """citeulike-a's records (JSON lines), every paper in the benchmarks' embedding cache."""
+    workspace = harness.workspace()
+    try:
+        citeulike.vectors(workspace, citeulike.papers())  # embeds what is missing, once
+    finally:
+        workspace.close()
+    lines = [line for line in citeulike.PAPERS.read_text().splitlines() if line.strip()]
+    return lines[:limit] if limit else lines
+
+
+def citeulike_a(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    lines = papers_file(args.limit)
     rng = np.random.default_rng(args.seed)
-    held = set(rng.choice(len(lines), size=round(len(lines) * args.fraction), replace=False))
+    held = set(rng.choice(len(lines), size=max(1, round(len(lines) * args.fraction)),
+                          replace=False))
     (work / "old.jsonl").write_text("\n".join(x for i, x in enumerate(lines) if i not in held))
     (work / "new.jsonl").write_text("\n".join(x for i, x in enumerate(lines) if i in held))
     data = work / "data"
     data.mkdir()
     settings = Settings.from_env(data_dir=data)
-    embedder = shared_embedder(settings.model, settings.embed_batch_size,
-                               settings.embed_backend)
-    shutil.copy(args.cache, settings.embedding_cache_path)
-    with sqlite3.connect(settings.embedding_cache_path) as db:
-        cached_as = db.execute("SELECT DISTINCT model FROM vectors").fetchall()
-        db.execute("UPDATE OR REPLACE vectors SET model = ?", (embedder.variant,))
+    harness.seed_embeddings(settings)
+    app = wiring.build(settings)
+    embedder = app.embedder
 
     # Embedding from an empty cache: model load, then a sample, extrapolated.
-    load_s, _ = timed(lambda: embedder.encode(["warm up"]))
+    load_s, _ = harness.timed(lambda: embedder.encode(["warm up"]))
     texts = [json.loads(x).get("title", "") + ". " + (json.loads(x).get("abstract") or "")
              for x in rng.choice(lines, size=args.embed_sample, replace=False)]
-    sample_s, _ = timed(lambda: embedder.encode(texts))
+    sample_s, _ = harness.timed(lambda: embedder.encode(texts))
     embed_all_s = sample_s / len(texts) * len(lines)
 
-    ingest(settings, work / "old.jsonl")
-    base = rebuild(settings, full=True)
+    ingest(app, work / "old.jsonl")
+    base = app.rebuild_index(full=True, progress=False)
+    app.close()
     snapshot = work / "snapshot"
     shutil.copytree(data, snapshot)
-    ingest(settings, work / "new.jsonl")
+    app = wiring.build(settings, embedder=embedder)
+    ingest(app, work / "new.jsonl")
     full_runs = []
     for _ in range(args.repeats):
-        summary = rebuild(settings, full=True)
+        summary = app.rebuild_index(full=True, progress=False)
         full_runs.append(summary.seconds)
     papers = summary.papers
+    app.close()
 
     incremental_runs, embedded = [], 0
     for _ in range(args.repeats):
         shutil.rmtree(data)
         shutil.copytree(snapshot, data)
-        ingest(settings, work / "new.jsonl")
-        corpus = CorpusStore(settings.corpus_path)
-        try:
-            new_hashes = [h for _, h, _ in corpus.index_rows()][base.papers:]
-        finally:
-            corpus.close()
-        with sqlite3.connect(settings.embedding_cache_path) as db:  # embed the 1% for real
-            db.executemany("DELETE FROM vectors WHERE content_hash = ?",
-                           [(h,) for h in new_hashes])
-        summary = rebuild(settings)
+        app = wiring.build(settings, embedder=embedder)
+        ingest(app, work / "new.jsonl")
+        new_hashes = [h for _, h, _ in app.corpus.index_rows()][base.papers:]
+        forget(settings, new_hashes)  # so that the 1% are embedded for real
+        summary = app.rebuild_index(progress=False)
         assert summary.build == "incremental", summary.reason
         incremental_runs.append(summary.seconds)
         embedded = summary.embedded
+        raw = raw_vectors(app)
+        app.close()
 
     # Publish only, with the vectors in memory (the same papers, old ones first).
-    store = IndexStore(settings.index_dir)
-    final = store.load(str(store.current_version()))
-    by_id = dict(zip(final.ids, range(len(final.ids)), strict=True))
-    raw = _raw_vectors(settings, final.ids)
-    assert len(by_id) == len(raw)
     publish = publish_only(raw, base.papers, args.repeats, settings.exact_index_max,
                            work / "publish")
-
     full_s = statistics.median(full_runs)
     inc_s = statistics.median(incremental_runs)
     return {
         "papers": papers, "added": papers - base.papers, "newly_embedded": embedded,
-        "cache_copied_from": str(args.cache), "cached_variant": [m for (m,) in cached_as],
-        "relabelled_as": embedder.variant,
+        "embedding_variant": embedder.variant,
         "embedding": {"model_load_s": round(load_s, 2), "sample": len(texts),
                       "sample_s": round(sample_s, 2),
                       "papers_per_s": round(len(texts) / sample_s, 1),
@@ -225,18 +213,19 @@ def citeulike(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     }
 
 
-def _raw_vectors(settings: Settings, ids: list[str]) -> np.ndarray:
-    corpus = CorpusStore(settings.corpus_path)
-    try:
-        hash_of = {pid: h for pid, h, _ in corpus.index_rows()}
-    finally:
-        corpus.close()
-    variant = shared_embedder(settings.model, settings.embed_batch_size,
-                              settings.embed_backend).variant
+def forget(settings: Settings, hashes: list[str]) -> None:
+    """Delete these texts' vectors from the data dir's embedding cache (a benchmark's edit:
+    the cache itself never forgets)."""
     with sqlite3.connect(settings.embedding_cache_path) as db:
-        vectors = {h: np.frombuffer(blob, dtype=np.float32) for h, blob in db.execute(
-            "SELECT content_hash, vector FROM vectors WHERE model = ?", (variant,))}
-    return np.stack([vectors[hash_of[pid]] for pid in ids])
+        db.executemany("DELETE FROM vectors WHERE content_hash = ?", [(h,) for h in hashes])
+
+
+def raw_vectors(app: wiring.Paperrec) -> np.ndarray:
+    """The embeddings of the current index version's papers, in its order."""
+    version = app.index_store.load(str(app.index_store.current_version()))
+    hash_of = {pid: h for pid, h, _ in app.corpus.index_rows()}
+    return app.embedding_cache.matrix(app.embedder.variant,
+                                      [hash_of[pid] for pid in version.ids])
 
 
 def synthetic(size: int, args: argparse.Namespace, work: Path) -> dict[str, Any]:
@@ -244,47 +233,22 @@ def synthetic(size: int, args: argparse.Namespace, work: Path) -> dict[str, Any]
     rng = np.random.default_rng(args.seed)
     raw = raw[rng.permutation(size)]  # new papers from every topic
     n_old = size - round(size * args.fraction)
-    settings = Settings.from_env()
-    return publish_only(raw, n_old, args.synthetic_repeats, settings.exact_index_max,
+    return publish_only(raw, n_old, args.synthetic_repeats, Settings().exact_index_max,
                         work / f"synthetic-{size}")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--papers", type=Path, default=PAPERS, help="citeulike-a papers.jsonl")
-    parser.add_argument("--cache", type=Path, default=CACHE,
-                        help="an embeddings.sqlite holding their vectors (copied, not changed)")
-    parser.add_argument("--fraction", type=float, default=0.01, help="share held out (0.01)")
-    parser.add_argument("--repeats", type=int, default=3, help="runs per timing (3)")
-    parser.add_argument("--embed-sample", type=int, default=512,
-                        help="papers embedded to extrapolate a full embedding (512)")
-    parser.add_argument("--synthetic", default="", metavar="SIZES",
-                        help="also synthetic sizes, e.g. 100k (publish only)")
-    parser.add_argument("--synthetic-repeats", type=int, default=1, help="runs per timing (1)")
-    parser.add_argument("--skip-citeulike", action="store_true")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=RESULTS)
-    args = parser.parse_args()
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    report: dict[str, Any] = {"benchmark": "rebuild", "machine": machine(),
-                              "load_avg_start": round(os.getloadavg()[0], 2)}
+def main(argv: list[str] | None = None) -> int:
+    args = bench.parse(argv)
+    report: dict[str, Any] = {"load_avg_start": harness.load_average()}
     with tempfile.TemporaryDirectory(prefix="paperrec-rebuild-") as tmp:
         if not args.skip_citeulike:
             (Path(tmp) / "cul").mkdir()
-            report["citeulike_a"] = citeulike(args, Path(tmp) / "cul")
+            report["citeulike_a"] = citeulike_a(args, Path(tmp) / "cul")
         for label in filter(None, args.synthetic.split(",")):
-            size = int(float(label.lower().rstrip("km")) * (1_000_000 if label.lower()
-                                                              .endswith("m") else 1000))
-            report[f"synthetic_{label}"] = synthetic(size, args, Path(tmp))
-    report["load_avg_end"] = round(os.getloadavg()[0], 2)
-    text = json.dumps(report, indent=2)
-    print(text)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp_out = args.out.with_suffix(".tmp")
-    tmp_out.write_text(text + "\n")
-    os.replace(tmp_out, args.out)
+            report[f"synthetic_{label}"] = synthetic(parse_size(label), args, Path(tmp))
+    bench.record(args, report)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,32 +1,29 @@
-"""Reading-list latency over HTTP: `GET /v1/users/<user_id>/recommendations` under gunicorn, at
-100k and 1M papers, for users with 1, 10 and 100 likes. Prints one JSON document and merges it
-into benchmarks/results/recommendations.json (see docs/benchmarks/lists.md).
+"""Recommendations: reading-list latency over HTTP, `GET /v1/users/<user_id>/recommendations`
+under gunicorn, at 100k and 1M papers, for users with 1, 10 and 100 likes. Each size is a
+part of the results file.
 
 For each size it builds (once, cached under --workdir) a data dir the way the service has
 one: a corpus of synthetic papers and an index version published by the service's own
-``IndexStore.publish`` from synthetic 384-d vectors (benchmarks/index.py says how they are
-shaped). Then it starts `paperrec serve --workers 2`, gives each user its likes through the
-API (papers of one to five topics, as a reader has), and for each like count measures for
+``IndexStore.publish`` from synthetic 384-d vectors (``benchmarks.synthetic`` says how they
+are shaped). Then it starts `paperrec serve --workers 2`, gives each user its likes through
+the API (papers of one to five topics, as a reader has), and for each like count measures for
 --seconds one client at a time (latency) and then --clients at once (requests per second).
 Latency is taken both at the client and at the server (the `Server-Timing` header: the time
 inside the app), and the resident and proportional memory of each worker is read from /proc.
 
-    .venv/bin/python benchmarks/recommendations.py --sizes 100k      # about 10 minutes
-    .venv/bin/python benchmarks/recommendations.py --sizes 100k,1M   # 1M builds for ~1 hour
+    python -m benchmarks.recommendations --sizes 100k      # about 10 minutes
+    python -m benchmarks.recommendations --sizes 100k,1M   # 1M builds for ~1 hour
+
+The figures and what they show: docs/benchmarks/lists.md ("Reading lists over HTTP").
 """
 
 from __future__ import annotations
 
-import argparse
 import http.client
 import json
 import os
 import random
 import re
-import secrets
-import statistics
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -34,18 +31,30 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+from benchmarks import harness
+from benchmarks.served import Served
+from benchmarks.synthetic import parse_size, synthetic_vectors
+from recommender.core.config import Settings
+from recommender.core.papers import Paper
+from recommender.corpus.store import CorpusStore
+from recommender.index.store import IndexStore
 
-from index import load_average, machine, synthetic_vectors  # noqa: E402
-
-from recommender.core.config import Settings  # noqa: E402
-from recommender.core.papers import Paper  # noqa: E402
-from recommender.corpus.store import CorpusStore  # noqa: E402
-from recommender.index.store import IndexStore  # noqa: E402
-
-SIZES = {"17k": 17_000, "100k": 100_000, "1M": 1_000_000}
-RESULTS = ROOT / "benchmarks" / "results" / "recommendations.json"
+bench = harness.Benchmark("recommendations", __doc__)
+bench.option("--sizes", default="100k,1M", quick="5k", help="papers: 17k, 100k, 1M, ...")
+bench.option("--likes", default="1,10,100", help="likes per user")
+bench.option("--users", type=int, default=20, quick=3, help="users per like count")
+bench.option("--clients", type=int, default=8, quick=4, help="concurrent clients")
+bench.option("--seconds", type=float, default=20, quick=2, help="per like count")
+bench.option("--workers", type=int, default=2, help="gunicorn workers")
+bench.option("--k", type=int, default=20, help="items per reading list")
+bench.option("--redis-url", default=os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0",
+             help="Redis ($REDIS_URL)")
+bench.option("--workdir", type=Path, default=harness.WORK / "recommendations",
+             help="where the data dirs are built and kept")
+bench.option("--direct", default="1M",
+             help="sizes whose index is built directly from the synthetic vectors "
+                  "(see build())")
+bench.option("--seed", type=int, default=0, help="of the vectors and the users")
 
 
 def build(size: str, workdir: Path, seed: int, direct: bool = False) -> Path:
@@ -59,7 +68,7 @@ def build(size: str, workdir: Path, seed: int, direct: bool = False) -> Path:
     settings = Settings(data_dir=data_dir)
     if IndexStore(settings.index_dir).current_version():
         return data_dir
-    n = SIZES[size]
+    n = parse_size(size)
     started = time.perf_counter()
     data_dir.mkdir(parents=True, exist_ok=True)
     corpus = CorpusStore(settings.corpus_path)
@@ -112,41 +121,6 @@ def publish_direct(store: IndexStore, ids: list[str], vectors: np.ndarray, days:
         (folder / "meta.json").write_text(json.dumps({"version": version, **meta}))
 
     store.dir.publish(write)
-
-
-class Server:
-    def __init__(self, data_dir: Path, workers: int, redis_url: str) -> None:
-        self.port = _free_port()
-        self.namespace = f"paperrec-bench-{secrets.token_hex(4)}"
-        env = {**os.environ, "PAPERREC_DATA_DIR": str(data_dir), "REDIS_URL": redis_url,
-               "PAPERREC_REDIS_NAMESPACE": self.namespace, "PAPERREC_RATE_LIMIT": "off",
-               "HF_HUB_OFFLINE": "1"}
-        env.pop("PAPERREC_API_KEYS", None)
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "service.cli", "serve", "--port", str(self.port),
-             "--workers", str(workers)], env=env, cwd=ROOT, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 600
-        while time.monotonic() < deadline:
-            try:
-                if request(self.port, "GET", "/readyz")[0] == 200:
-                    return
-            except OSError:
-                pass
-            time.sleep(0.5)
-        raise SystemExit("the service did not become ready in 10 minutes")
-
-    def workers(self) -> list[int]:
-        children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
-        return [int(pid) for pid in children.read_text().split()]
-
-    def stop(self, redis_url: str) -> None:
-        self.process.terminate()
-        self.process.wait(60)
-        import redis
-
-        client = redis.Redis.from_url(redis_url)
-        for key in client.scan_iter(f"{self.namespace}:*", count=1000):
-            client.delete(key)
 
 
 def request(port: int, method: str, path: str, body: Any = None,
@@ -238,100 +212,41 @@ def drive(port: int, users: list[str], clients: int, seconds: float,
     wall = time.perf_counter() - started
     return {"requests": len(client_ms), "errors": errors,
             "rps": round(len(client_ms) / wall, 1),
-            "client_ms": percentiles(client_ms), "server_ms": percentiles(server_ms)}
-
-
-def percentiles(values: list[float]) -> dict[str, float]:
-    if not values:
-        return {}
-    ordered = sorted(values)
-    return {"p50": round(statistics.median(ordered), 2),
-            "p90": round(ordered[int(0.90 * (len(ordered) - 1))], 2),
-            "p99": round(ordered[int(0.99 * (len(ordered) - 1))], 2)}
-
-
-def worker_memory(pids: list[int]) -> list[dict[str, float]]:
-    """Resident (RSS) and proportional (PSS: shared pages divided among their users) MiB."""
-    found = []
-    for pid in pids:
-        fields = {}
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]:
-            name, value = line.split(":", 1)
-            fields[name] = int(value.split()[0]) / 1024
-        found.append({"pid": pid, "rss_mib": round(fields["Rss"]),
-                      "pss_mib": round(fields["Pss"]),
-                      "shared_mib": round(fields.get("Shared_Clean", 0)
-                                          + fields.get("Shared_Dirty", 0))})
-    return found
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+            "client_ms": harness.percentiles(client_ms, (50, 90, 99)),
+            "server_ms": harness.percentiles(server_ms, (50, 90, 99))}
 
 
 def log(message: str) -> None:
-    print(f"[recommendations] {message}", file=sys.stderr, flush=True)
+    harness.log(f"[recommendations] {message}")
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default="100k,1M", help="papers: 17k, 100k, 1M (100k,1M)")
-    parser.add_argument("--likes", default="1,10,100", help="likes per user (1,10,100)")
-    parser.add_argument("--users", type=int, default=20, help="users per like count (20)")
-    parser.add_argument("--clients", type=int, default=8, help="concurrent clients (8)")
-    parser.add_argument("--seconds", type=float, default=20, help="per like count (20)")
-    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers (2)")
-    parser.add_argument("--k", type=int, default=20, help="items per reading list (20)")
-    parser.add_argument("--redis-url", default=os.environ.get("REDIS_URL")
-                        or "redis://127.0.0.1:6379/0", help="Redis ($REDIS_URL or local)")
-    parser.add_argument("--workdir", type=Path, default=Path("/tmp/paperrec-bench/recs"),
-                        help="where the data dirs are built and kept")
-    parser.add_argument("--direct", default="1M",
-                        help="sizes whose index is built directly from the synthetic vectors "
-                             "(see build(); default 1M)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=RESULTS)
-    args = parser.parse_args(argv)
-    sizes = [s for s in args.sizes.split(",") if s]
-    for size in sizes:
-        if size not in SIZES:
-            parser.error(f"unknown size {size!r}; choose from {', '.join(SIZES)}")
-    report: dict[str, Any] = json.loads(args.out.read_text()) if args.out.exists() else {}
-    report.update({"machine": machine(), "command": " ".join(
-        ["benchmarks/recommendations.py", *(sys.argv[1:] if argv is None else argv)])})
-    report.setdefault("sizes", {})
-    for size in sizes:
+def main(argv: list[str] | None = None) -> int:
+    args = bench.parse(argv)
+    for size in [s for s in args.sizes.split(",") if s]:
         data_dir = build(size, args.workdir, args.seed, direct=size in args.direct.split(","))
-        server = Server(data_dir, args.workers, args.redis_url)
+        server = Served(data_dir, args.redis_url, args.workers)
         try:
+            server.start()
+            port = int(server.url.rsplit(":", 1)[1])
             rng = random.Random(args.seed)
-            result: dict[str, Any] = {"papers": SIZES[size], "workers": args.workers,
+            result: dict[str, Any] = {"papers": parse_size(size), "workers": args.workers,
                                       "clients": args.clients, "k": args.k, "likes": {}}
             for likes in (int(x) for x in args.likes.split(",")):
-                users = make_users(server.port, SIZES[size], likes, args.users, rng)
-                drive(server.port, users, args.clients, 3, args.k)  # warm up
+                users = make_users(port, parse_size(size), likes, args.users, rng)
+                drive(port, users, args.clients, 3, args.k)  # warm up
                 result["likes"][str(likes)] = {
                     # one request at a time: the latency of a reading list
-                    "latency": drive(server.port, users, 1, args.seconds, args.k),
+                    "latency": drive(port, users, 1, args.seconds, args.k),
                     # --clients at once: how many lists the workers serve per second
-                    "throughput": drive(server.port, users, args.clients, args.seconds,
-                                        args.k),
+                    "throughput": drive(port, users, args.clients, args.seconds, args.k),
                 }
                 log(f"{size}, {likes} likes: {result['likes'][str(likes)]}")
-            result["worker_memory"] = worker_memory(server.workers())
-            result["load_avg_end"] = load_average()
-            report["sizes"][size] = result
+            result["worker_memory"] = server.worker_memory()
         finally:
-            server.stop(args.redis_url)
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps(report, indent=2))
+            server.stop()
+        bench.record(args, result, part=size)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

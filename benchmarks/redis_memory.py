@@ -1,4 +1,4 @@
-"""Redis memory per user: synthetic users written through the product's own stores, measured
+"""Redis memory: per user, synthetic users written through the product's own stores, measured
 with ``INFO memory`` and ``MEMORY USAGE``, and what a served-history cap saves.
 
 Each user gets (seeded, heavy-tailed, per user):
@@ -26,41 +26,37 @@ bytes per user overall and per key kind, the growth per served paper (slope of t
 key's size against its entries, for the listpack (<= zset-max-listpack-entries) and skiplist
 encodings), and for each cap the served bytes per user and a projection to 1M users.
 
-    .venv/bin/python benchmarks/redis_memory.py --users 10000   # ~20 s
-    .venv/bin/python benchmarks/redis_memory.py                 # 100k users, a few minutes
+    python -m benchmarks.redis_memory --users 10000   # ~20 s
+    python -m benchmarks.redis_memory                 # 100k users, a few minutes
 
-Prints one JSON document and merges it into benchmarks/results/redis_memory.json (``--out``),
-one entry per ``zset-max-listpack-entries`` of the server: the served log takes about three
-times less memory as a listpack than as a skiplist, so that setting of Redis matters as much
-as the cap. To measure another value, start a server of your own (the shared one's setting
-is not changed by the benchmark)::
+The results file has one part per ``zset-max-listpack-entries`` of the server: the served
+log takes about three times less memory as a listpack than as a skiplist, so that setting of
+Redis matters as much as the cap. To measure another value, start a server of your own (the
+shared one's setting is not changed by the benchmark)::
 
     redis-server --port 6390 --save "" --appendonly no --zset-max-listpack-entries 2048 &
-    .venv/bin/python benchmarks/redis_memory.py --redis-url redis://127.0.0.1:6390/0
+    python -m benchmarks.redis_memory --redis-url redis://127.0.0.1:6390/0
+
+The figures and what they show: docs/benchmarks/memory.md ("Redis memory per user").
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import platform
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
 import redis
 from tqdm import tqdm
 
+from benchmarks import harness
 from recommender.digest.subscriptions import SubscriptionStore
 from recommender.feedback.rules import RuleStore
 from recommender.feedback.store import FeedbackStore
 from recommender.storage.redis_keys import BUCKETS, RedisKeys
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results" / "redis_memory.json"
 CORPUS = 2_500_000  # papers ids are drawn from
 ARXIV_SHARE = 0.85
 GB = 1e9
@@ -254,20 +250,20 @@ def erase(client: redis.Redis, keys: RedisKeys) -> int:
     return deleted
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--redis-url", default=os.environ.get("REDIS_URL",
-                                                              "redis://127.0.0.1:6379/0"))
-    parser.add_argument("--users", type=int, default=100_000)
-    parser.add_argument("--batch", type=int, default=500, help="users per pipeline")
-    parser.add_argument("--record-max", type=int, default=10_000,
-                        help="served papers kept while writing (the cap before this benchmark)")
-    parser.add_argument("--caps", default="5000,2000,1000,500,250,128")
-    parser.add_argument("--seed", type=int, default=14)
-    parser.add_argument("--keep", action="store_true")
-    parser.add_argument("--out", type=Path, default=RESULTS)
-    args = parser.parse_args()
+bench = harness.Benchmark("redis_memory", __doc__)
+bench.option("--redis-url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"),
+             help="the Redis measured ($REDIS_URL)")
+bench.option("--users", type=int, default=100_000, quick=2_000, help="synthetic users")
+bench.option("--batch", type=int, default=500, help="users per pipeline")
+bench.option("--record-max", type=int, default=10_000,
+             help="served papers kept while writing (the cap before this benchmark)")
+bench.option("--caps", default="5000,2000,1000,500,250,128", help="served-history caps")
+bench.option("--seed", type=int, default=14, help="of the users")
+bench.option("--keep", action="store_true", help="keep the keys written")
 
+
+def main(argv: list[str] | None = None) -> int:
+    args = bench.parse(argv)
     client = redis.Redis.from_url(args.redis_url, decode_responses=True)
     keys = RedisKeys(f"bench-redis-memory-{os.getpid()}")
     rng = np.random.default_rng(args.seed)
@@ -281,26 +277,19 @@ def main() -> None:
     finally:
         deleted = 0 if args.keep else erase(client, keys)
     server = cast(dict[str, Any], client.info("server"))
-    report = {
-        "benchmark": "redis_memory", "users": args.users, "seed": args.seed,
-        "write_seconds": round(seconds, 1), **figures, "keys_deleted_after": deleted,
-        "machine": {"redis_version": server["redis_version"],
-                    "zset_max_listpack_entries": client.config_get(
-                        "zset-max-listpack-entries")["zset-max-listpack-entries"],
-                    "hash_max_listpack_entries": client.config_get(
-                        "hash-max-listpack-entries")["hash-max-listpack-entries"],
-                    "allocator": cast(dict[str, Any], client.info("memory"))["mem_allocator"],
-                    "cpus": os.cpu_count(), "python": platform.python_version(),
-                    "load_avg_start": load_start, "load_avg_end": os.getloadavg(),
-                    "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())},
-    }
-    print(json.dumps(report, indent=2))
-    # One entry per server configuration: the served log's encoding depends on it.
-    label = f"zset-max-listpack-entries={report['machine']['zset_max_listpack_entries']}"
-    results = json.loads(args.out.read_text()) if args.out.exists() else {}
-    results[label] = report
-    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    listpack = client.config_get("zset-max-listpack-entries")["zset-max-listpack-entries"]
+    # One part per server configuration: the served log's encoding depends on it.
+    bench.record(args, {
+        "users": args.users, "seed": args.seed, "write_seconds": round(seconds, 1), **figures,
+        "keys_deleted_after": deleted,
+        "redis": {"version": server["redis_version"], "zset_max_listpack_entries": listpack,
+                  "hash_max_listpack_entries": client.config_get(
+                      "hash-max-listpack-entries")["hash-max-listpack-entries"],
+                  "allocator": cast(dict[str, Any], client.info("memory"))["mem_allocator"]},
+        "load_avg_start": load_start,
+    }, part=f"zset-max-listpack-entries={listpack}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,28 +1,26 @@
-"""The list page's cost over the JSON reading list (issue 13): server time of `GET /list` (the
+"""Web page: the list page's cost over the JSON reading list: server time of `GET /list` (the
 web page, 10 papers) against `GET /v1/users/<id>/recommendations?k=10`, for a reader with 100
-likes, on citeulike-a (16,980 papers, the exact index the service uses below 20,000).
+likes, on citeulike-a (16,980 papers, ``--limit`` fewer; the exact index the service uses
+below 20,000).
 
 The reader is a real citeulike-a user with at least 100 saved papers, 100 of them liked
-through the API; they sign in through the web pages' own flow (the sign-in link read from the
-development mail directory). Then ``--requests`` (200) of each are made one at a time,
-alternating, through the app (Flask's test client: no network, so the figure is the time
-inside the app, the `Server-Timing` header both answers carry), after 20 of each to warm up.
+through the API; they sign in through the web pages' own flow (``replay.web_steps``: the
+sign-in link read from the development mail directory). Then ``--requests`` (200) of each
+are made one at a time, alternating, through the app (Flask's test client: no network, so
+the figure is the time inside the app, the `Server-Timing` header both answers carry), after
+20 of each to warm up.
 Reported: p50 and p99 of each and the page's extra time (p50 and p99 differences).
 
-    .venv/bin/python benchmarks/web_page.py      # ~3 min with the intake benchmark's
-                                                 # embedding cache, ~6 min without
+    python -m benchmarks.web_page      # ~3 min with citeulike-a in the benchmarks'
+                                       # embedding cache (var/bench), ~6 min without
 
-Prints one JSON document and writes benchmarks/results/web_page.json.
+The figures and what they show: docs/benchmarks/lists.md ("The list page against the JSON list").
 """
 
 from __future__ import annotations
 
-import argparse
 import random
 import re
-import shutil
-import statistics
-import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -30,66 +28,58 @@ from typing import Any
 
 import redis
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+from benchmarks import citeulike, harness
+from recommender import wiring
+from recommender.core.config import Settings
+from replay.web_steps import sign_in
+from service.app import create_app
 
-from index import machine, write_result  # type: ignore[import-not-found]  # noqa: E402
-
-from recommender import jobs, wiring  # noqa: E402
-from recommender.core.config import Settings  # noqa: E402
-from service.app import create_app  # noqa: E402
-from tests.web_steps import sign_in  # noqa: E402
-
-DATA = Path("/work/shared/data/citeulike-a")
 NAMESPACE = "bench-web-page"
 EMAIL = "reader@example.org"
 TIMING = re.compile(r"app;dur=([0-9.]+)")
+LIKES = 100
+
+bench = harness.Benchmark("web_page", __doc__)
+bench.option("--limit", type=int, default=0, quick=2000,
+             help="citeulike-a papers in the corpus (the reader's likes among them); 0: all")
+bench.option("--redis-url", default="redis://127.0.0.1:6379/0", help="the service's Redis")
+bench.option("--requests", type=int, default=200, quick=20, help="of each kind, timed")
+bench.option("--seed", type=int, default=0, help="which reader")
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
-
-
-def reader_likes(seed: int) -> list[str]:
-    """100 papers of a citeulike-a user who saved at least 100."""
+def reader_likes(seed: int, papers: set[str]) -> list[str]:
+    """100 of these papers that one citeulike-a user saved."""
     saves: dict[str, list[str]] = {}
-    for line in (DATA / "interactions.tsv").read_text().splitlines():
+    for line in citeulike.INTERACTIONS.read_text().splitlines():
         user, paper = line.split("\t")
-        saves.setdefault(user, []).append(paper)
-    readers = sorted(u for u, papers in saves.items() if len(papers) >= 100)
+        if paper in papers:
+            saves.setdefault(user, []).append(paper)
+    readers = sorted(u for u, saved in saves.items() if len(saved) >= LIKES)
+    if not readers:
+        raise SystemExit(f"no reader saved {LIKES} of these papers: raise --limit")
     chosen = random.Random(seed).choice(readers)
-    return random.Random(seed).sample(saves[chosen], 100)
+    return random.Random(seed).sample(saves[chosen], LIKES)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--cache", type=Path, default=ROOT / "var/bench/intake-embeddings.sqlite",
-                        help="an embedding cache to start from (default: the intake "
-                             "benchmark's, %(default)s; missing vectors are embedded)")
-    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
-    parser.add_argument("--requests", type=int, default=200)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/web_page.json")
-    args = parser.parse_args(argv)
-
+    args = bench.parse(argv)
     keys = redis.Redis.from_url(args.redis_url)
     with tempfile.TemporaryDirectory() as folder:
         data = Path(folder)
         settings = Settings(data_dir=data / "var", redis_url=args.redis_url,
                             redis_namespace=NAMESPACE, mail_dir=str(data / "mail"))
         settings.data_dir.mkdir()
-        if args.cache.exists():
-            shutil.copy(args.cache, settings.embedding_cache_path)
+        harness.seed_embeddings(settings)
+        lines = citeulike.PAPERS.read_text().splitlines(keepends=True)
+        papers = data / "papers.jsonl"
+        papers.write_text("".join(lines[:args.limit] if args.limit else lines))
         parts = wiring.build(settings)
-        jobs.ingest(parts.corpus, [DATA / "papers.jsonl"], on_rejection=lambda r: None)
-        built = jobs.rebuild_index(parts.corpus, parts.embedder, settings.embedding_cache_path,
-                                   parts.index_store, settings.exact_index_max, settings.model,
-                                   progress=False)
+        parts.ingest([papers], on_rejection=lambda r: None)
+        built = parts.rebuild_index(progress=False)
+        liked = reader_likes(args.seed, {pid for pid, _, _ in parts.corpus.index_rows()})
         browser = create_app(parts=parts).test_client()
         sign_in(browser, EMAIL, data / "mail")
-        for paper in reader_likes(args.seed):
+        for paper in liked:
             answer = browser.put(f"/v1/users/{EMAIL}/feedback/{paper}",
                                  json={"signal": "like"})
             assert answer.status_code in (200, 201), answer.text
@@ -100,24 +90,24 @@ def main(argv: list[str] | None = None) -> int:
             for kind, path in paths.items():
                 answer = browser.get(path)
                 statuses[f"{kind} {answer.status_code}"] += 1
-                if attempt >= 20:
-                    times[kind].append(float(TIMING.search(answer.headers["Server-Timing"])[1]))
+                timing = TIMING.search(answer.headers["Server-Timing"])
+                if attempt >= 20 and timing:
+                    times[kind].append(float(timing[1]))
         page_text = browser.get("/list").text
         for key in keys.scan_iter(f"{NAMESPACE}:*"):
             keys.delete(key)
-    figures = {kind: {"p50_ms": round(statistics.median(v), 2),
-                      "p99_ms": round(percentile(v, 0.99), 2)} for kind, v in times.items()}
+    figures = {kind: harness.percentiles(v, suffix="_ms") for kind, v in times.items()}
     result: dict[str, Any] = {
-        "benchmark": "web_page", "machine": machine(), "papers": built.papers,
-        "likes": 100, "requests_each": args.requests, "statuses": dict(statuses),
+        "papers": built.papers, "likes": LIKES, "requests_each": args.requests,
+        "statuses": dict(statuses),
         "list_items_on_page": page_text.count('<li class="paper'),
         **figures,
         "page_extra_p50_ms": round(figures["page"]["p50_ms"] - figures["json"]["p50_ms"], 2),
         "page_extra_p99_ms": round(figures["page"]["p99_ms"] - figures["json"]["p99_ms"], 2),
     }
-    write_result(result, args.out)
+    bench.record(args, result)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

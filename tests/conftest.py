@@ -23,8 +23,10 @@ The fixtures, by what a test needs:
   ``paper_ids_about(settings, word)``;
 - the jobs: ``ingest(settings, files)``, ``rebuild(settings, full=False, embedder=None)``,
   ``train(settings)``;
-- processes (``tests/servers.py``, a plain module): ``free_port()``, ``Server`` (``paperrec
-  serve``), ``call`` (JSON over HTTP).
+- processes (``tests/servers.py``, a plain module): ``Server`` (``paperrec serve``), ``call``
+  (JSON over HTTP); a free port from ``replay.server.free_port()``;
+- outside services and a reader's browser (the ``replay`` package, shared with the
+  benchmarks): arXiv's OAI-PMH and OpenReview replayed locally, the web pages' steps.
 
 A typical fast test::
 
@@ -62,9 +64,9 @@ from recommender import jobs, wiring
 from recommender.core.config import Settings
 from recommender.corpus.store import CorpusStore
 from recommender.embedding.encoders import Embedder, TextEncoder
+from replay.server import free_port
+from replay.web_steps import sign_in
 from service.app import create_app
-from tests.servers import free_port
-from tests.web_steps import sign_in
 
 # The bundled model only: nothing is fetched from a model hub, whoever runs pytest.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

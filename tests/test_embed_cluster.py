@@ -29,8 +29,8 @@ from recommender.corpus.store import CorpusStore
 from recommender.embedding.cache import EmbeddingCache
 from recommender.embedding.cluster import SHARD_KEY
 from recommender.index.store import IndexStore
+from replay.server import free_port
 from service.cli import main
-from tests.servers import free_port
 
 SHARD = 4  # texts per shard: the 38 sample papers make 10 shards
 BACKEND = "onnx"

@@ -42,8 +42,9 @@ from recommender.embedding.cache import EmbeddingCache
 from recommender.storage.embedded_redis import socket_path
 from recommender.storage.redis_keys import BUCKETS, RedisKeys, bucket_of
 from recommender.storage.versions import VersionedDir
+from replay.server import free_port
 from service.app import create_app
-from tests.servers import alive, free_port
+from tests.servers import alive
 
 PAPERREC = [sys.executable, "-m", "service.cli"]
 # `paperrec serve` loads the model in each worker before it takes requests.

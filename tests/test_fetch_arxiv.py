@@ -1,5 +1,5 @@
 """`paperrec fetch arxiv`: an incremental OAI-PMH harvest, against a local endpoint that
-replays arXiv records in the documented format (tests/oai_replay.py)."""
+replays arXiv records in the documented format (replay/oai_pmh.py)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from recommender.corpus.oai_pmh import HarvestFailed, OaiPmhClient, parse_page
 from recommender.corpus.store import CorpusStore, HarvestPosition, UpsertCounts
 from recommender.embedding.encoders import TextEncoder
 from recommender.index.store import IndexStore
+from replay.oai_pmh import OaiReplay, Record
 from service.cli import main
-from tests.oai_replay import OaiReplay, Record
 
 DATA = Path(__file__).parent / "data" / "arxiv"
 

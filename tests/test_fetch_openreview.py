@@ -1,5 +1,5 @@
 """`paperrec fetch openreview`: a venue's accepted papers from OpenReview's API v2, against a
-local server that replays submission notes in the documented JSON (tests/openreview_replay.py).
+local server that replays submission notes in the documented JSON (replay/openreview.py).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from recommender.corpus.openreview import (
 )
 from recommender.corpus.polite_http import HarvestFailed
 from recommender.corpus.store import CorpusStore
+from replay.oai_pmh import OaiReplay, Record
+from replay.openreview import PUBLISHED, VENUE, Note, OpenReviewReplay
 from service.cli import main
-from tests.oai_replay import OaiReplay, Record
-from tests.openreview_replay import PUBLISHED, VENUE, Note, OpenReviewReplay
 
 
 def notes() -> list[Note]:

@@ -22,8 +22,8 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.parser import text_string_to_metric_families
 
 from recommender.core.config import Settings
+from replay.server import free_port
 from service.state import components
-from tests.servers import free_port
 
 Like = Callable[..., None]
 PapersAbout = Callable[[Settings, str], list[str]]

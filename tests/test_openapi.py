@@ -17,7 +17,7 @@ from flask.testing import FlaskClient
 from werkzeug.serving import make_server
 
 from recommender.core.config import Settings
-from tests.servers import free_port
+from replay.server import free_port
 
 ADMIN_KEY = "admin-key-for-the-fuzzer-0123"
 UNDOCUMENTED = {"static", "docs.static", "docs.openapi_json", "docs.docs_page", "docs.docs_script",

@@ -9,7 +9,7 @@ from email.utils import formatdate
 import pytest
 
 from recommender.corpus.polite_http import HarvestFailed, PoliteClient
-from tests.oai_replay import OaiReplay, Record
+from replay.oai_pmh import OaiReplay, Record
 
 FIRST_PAGE = {"verb": "ListRecords", "metadataPrefix": "arXiv"}
 

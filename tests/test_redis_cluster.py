@@ -30,8 +30,9 @@ from recommender.core.config import Settings
 from recommender.core.errors import InvalidInput, StoreUnavailable
 from recommender.storage.redis_client import connect
 from recommender.storage.redis_keys import BUCKETS, RedisKeys
-from tests.servers import free_port, redis_server_binary
-from tests.web_steps import post_form, sign_in
+from replay.server import free_port
+from replay.web_steps import post_form, sign_in
+from tests.servers import redis_server_binary
 
 SLOTS = 16384
 PRIMARIES = 3

@@ -15,8 +15,9 @@ from recommender.core.errors import InvalidInput
 from recommender.feedback.store import FeedbackStore
 from recommender.storage.redis_client import connect
 from recommender.storage.redis_keys import RedisKeys
+from replay.server import free_port
 from service.rate_limit import Limit, RateLimiter, limits_storage
-from tests.servers import free_port, redis_server_binary
+from tests.servers import redis_server_binary
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from recommender.core.config import Settings
-from tests.web_steps import ask_for_link, mails, post_form, sign_in_link
+from replay.web_steps import ask_for_link, mails, post_form, sign_in_link
 
 ALPHABET = string.ascii_letters + string.digits + "-_"
 

@@ -15,11 +15,11 @@ import pytest
 from recommender.core.config import Settings
 from recommender.core.errors import InvalidInput
 from recommender.embedding.encoders import check_backend
+from replay.server import free_port
 from service.auth import ApiKeys
 from service.cli import main
 from service.cli.parser import DEFAULT_PORT
 from service.rate_limit import Limit
-from tests.conftest import free_port
 from tests.test_docs import code_spans, load_gen_pages, table
 
 PAPERREC = Path(sys.executable).with_name("paperrec")

@@ -16,7 +16,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from recommender.core.config import Settings
-from tests.web_steps import csrf_token, post_form, sign_in
+from replay.web_steps import csrf_token, post_form, sign_in
 
 ADMIN_KEY = "admin-key-0123456789abcdef"
 BIBTEX = """@article{federated2026,

@@ -36,8 +36,9 @@ from werkzeug.serving import make_server
 
 from recommender.core.config import Settings
 from recommender.storage.redis_keys import RedisKeys
+from replay.server import free_port
 from service.web.sessions import COOKIE, session_hash
-from tests.servers import Inbox, free_port
+from tests.servers import Inbox
 
 CHROMIUM = Path("/usr/bin/chromium")
 pytestmark = [pytest.mark.system, pytest.mark.skipif(

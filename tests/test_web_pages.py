@@ -13,7 +13,7 @@ from flask.testing import FlaskClient
 from recommender.core.config import Settings
 from recommender.core.papers import Paper
 from recommender.corpus.store import CorpusStore
-from tests.web_steps import post_form
+from replay.web_steps import post_form
 
 RATE = re.compile(r'action="/papers/([^"]+)/rate"')
 PapersAbout = Callable[[Settings, str], list[str]]

@@ -14,10 +14,11 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from recommender.core.config import Settings
+from replay.server import free_port
+from replay.web_steps import ask_for_link, csrf_token, mails, post_form, sign_in, sign_in_link
 from service.web.accounts import SignInLinks, user_id_for
 from service.web.sessions import COOKIE, session_hash
-from tests.servers import Inbox, free_port
-from tests.web_steps import ask_for_link, csrf_token, mails, post_form, sign_in, sign_in_link
+from tests.servers import Inbox
 
 
 @pytest.fixture

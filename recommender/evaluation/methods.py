@@ -27,6 +27,8 @@ ignore it (the runner keeps only those rows); one that ranks for itself must ran
   the candidates the index finds, as the service does for large corpora. Among the new
   papers, it ranks as a digest does: a ``ListRequest`` with ``since_day``, the new papers
   dated after the rest.
+- ``content-whitened`` and ``colike-projection``: ranking ideas that did not become the
+  ranking but are kept to compare with it (``variants``).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from scipy import sparse
 
 from recommender.core.config import EXACT_INDEX_MAX
 from recommender.core.errors import InvalidInput
+from recommender.evaluation.variants import CoLikeProjection, WhitenedContent
 from recommender.index.content_space import (
     ContentSpace,
     build_content_space,
@@ -305,6 +308,8 @@ _FACTORIES: dict[str, Callable[[int, int], Method]] = {
     "cf": lambda seed, _: Collaborative(seed),
     "tfidf-svm": lambda seed, _: TfidfSvm(seed),
     "hybrid": Hybrid,
+    "content-whitened": lambda seed, _: WhitenedContent(seed),
+    "colike-projection": lambda seed, _: CoLikeProjection(seed),
 }
 METHOD_NAMES = tuple(_FACTORIES)
 

@@ -24,6 +24,13 @@ methods:
   cf          collaborative filtering alone (CollaborativeModel)
   tfidf-svm   arxiv-sanity: TF-IDF and a linear SVM per user (sampled negatives)
   hybrid      the production ranking (what the service serves)
+  content-whitened
+              kept to compare: mean cosine over centred, shrunk-ZCA-whitened embeddings
+              (the best content-only top of the list on citeulike-a P10)
+  colike-projection
+              kept to compare: centred mean cosine plus mean cosine in a space learned
+              from co-likes (papers liked by the same reader); needs readers with several
+              likes
 
 hybrid's report also has "calibration": the probability of its top-20 items (Platt scaling
 of the score, ranking/calibration.py) fitted on the held-out likes of one half of the users

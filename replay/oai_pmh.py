@@ -3,11 +3,10 @@
 ``OaiReplay`` serves ``ListRecords`` over a list of ``Record`` (kept in datestamp order, as a
 repository's), ``page_size`` a page, joined by resumption tokens, selecting by ``set`` (a
 record's setSpecs, or a category set ``cs:cs:LG`` matching its categories) and ``from``
-(datestamp on or after). It remembers every request's query (``requests``) and can fail on
-purpose: ``faults[n]`` answers request number n (1-based) with that status and headers, and
-``fail_from = n`` answers every request from the n-th on with a 500 (a server that died).
-Used by tests/test_fetch_arxiv.py and benchmarks/harvest.py; ``python -m tests.oai_replay``
-serves tests/data/arxiv/demo-records.jsonl for the README's walk-through.
+(datestamp on or after). Like every ``ReplayServer`` it remembers each request's query
+(``requests``) and fails on purpose (``faults``, ``fail_from``). Used by
+tests/test_fetch_arxiv.py and the harvest and intake benchmarks; ``python -m replay.oai_pmh``
+serves replay/demo-records.jsonl for the docs' walk-through.
 """
 
 from __future__ import annotations
@@ -16,16 +15,13 @@ import argparse
 import contextlib
 import json
 import sys
-import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
 from xml.sax.saxutils import escape
 
-from tests.servers import free_port
+from replay.server import ReplayServer
 
-DEMO_RECORDS = Path(__file__).parent / "data" / "arxiv" / "demo-records.jsonl"
+DEMO_RECORDS = Path(__file__).with_name("demo-records.jsonl")
 
 HEAD = ('<?xml version="1.0" encoding="UTF-8"?>\n'
         '<OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/" '
@@ -84,37 +80,20 @@ class Record:
         return parts[-1] in self.set_specs
 
 
-class OaiReplay:
+class OaiReplay(ReplayServer):
     def __init__(self, records: list[Record], page_size: int = 3, port: int = 0) -> None:
+        super().__init__("/oai", port)
         self.records = records
         self.page_size = page_size
-        self.requests: list[dict[str, str]] = []
-        self.faults: dict[int, tuple[int, dict[str, str]]] = {}
-        self.fail_from: int | None = None
-        self.port = port or free_port()
-        self.url = f"http://127.0.0.1:{self.port}/oai"
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
-    def __enter__(self) -> OaiReplay:
-        self._thread.start()
-        return self
+    def content_type(self, status: int) -> str:
+        return "text/xml; charset=utf-8" if status == 200 else "text/plain"
 
-    def __exit__(self, *_: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+    def respond(self, path: str, query: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+        status, headers, body = self.list_records(query)
+        return status, headers, body.encode()
 
-    def wait(self) -> None:
-        self._thread.join()
-
-    def answer(self, query: dict[str, str]) -> tuple[int, dict[str, str], str]:
-        self.requests.append(query)
-        number = len(self.requests)
-        if number in self.faults:
-            status, headers = self.faults[number]
-            return status, headers, "unavailable"
-        if self.fail_from is not None and number >= self.fail_from:
-            return 500, {}, "the server died"
+    def list_records(self, query: dict[str, str]) -> tuple[int, dict[str, str], str]:
         if query.get("verb") != "ListRecords":
             return 200, {}, self._error("badVerb", "only ListRecords is replayed")
         if "resumptionToken" in query:
@@ -145,29 +124,6 @@ class OaiReplay:
         return (f'{HEAD}<request verb="ListRecords">{self.url}</request>\n'
                 f'<error code="{code}">{message}</error>\n</OAI-PMH>\n')
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        replay = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
-                query = {key: values[-1] for key, values in
-                         parse_qs(urlsplit(self.path).query, keep_blank_values=True).items()}
-                status, headers, body = replay.answer(query)
-                data = body.encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "text/xml; charset=utf-8" if status == 200
-                                 else "text/plain")
-                self.send_header("Content-Length", str(len(data)))
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *_: object) -> None:
-                pass
-
-        return Handler
-
 
 def records_from_jsonl(path: Path) -> list[Record]:
     """Records written one JSON object a line: ``arxiv_id``, ``datestamp``, ``title``,
@@ -179,7 +135,7 @@ def records_from_jsonl(path: Path) -> list[Record]:
             records.append(Record(
                 item["arxiv_id"], item["datestamp"], item["title"], item["abstract"],
                 created=item.get("created", item["datestamp"]), categories=item["categories"],
-                authors=[tuple(name.split(", ", 1)) for name in item["authors"]]))  # type: ignore[misc]
+                authors=[tuple(name.split(", ", 1)) for name in item["authors"]]))
     return records
 
 

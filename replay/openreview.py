@@ -6,22 +6,19 @@ rejected and withdrawn submissions of the venue, which carry ``<venue>/Rejected_
 and ``<venue>/Withdrawn_Submission``, are never among a venue's accepted papers), ``sort=id``
 orders them by id, ``after=<note id>`` continues after that note, ``offset`` skips, ``limit``
 (at most 1000) cuts a page, and ``count=true`` adds the number of matching notes. Every content
-field is wrapped as ``{"value": ...}``. Like tests/oai_replay.py it remembers each request's
-query (``requests``) and fails on purpose: ``faults[n]`` answers request number n (1-based)
-with that status and headers (a 429 with OpenReview's RateLimitError body), ``fail_from = n``
-answers every request from the n-th on with a 500.
+field is wrapped as ``{"value": ...}``. Like every ``ReplayServer`` it remembers each
+request's query (``requests``) and fails on purpose: ``faults[n]`` answers request number n
+(1-based) with that status and headers (a 429 with OpenReview's RateLimitError body),
+``fail_from = n`` answers every request from the n-th on with a 500.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
-from tests.servers import free_port
+from replay.server import ReplayServer
 
 VENUE = "ICML.cc/2026/Conference"
 PUBLISHED = 1_782_000_000_000  # 2026-06-21, milliseconds since the epoch as the API gives dates
@@ -66,41 +63,27 @@ class Note:
         }
 
 
-class OpenReviewReplay:
+class OpenReviewReplay(ReplayServer):
     def __init__(self, notes: list[Note]) -> None:
+        super().__init__()
         self.notes = notes
-        self.requests: list[dict[str, str]] = []
-        self.faults: dict[int, tuple[int, dict[str, str]]] = {}
-        self.fail_from: int | None = None
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
-    def __enter__(self) -> OpenReviewReplay:
-        self._thread.start()
-        return self
+    def content_type(self, status: int) -> str:
+        return "application/json; charset=utf-8"
 
-    def __exit__(self, *_: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+    def fault_body(self, status: int, message: str) -> bytes:
+        if status == 429:
+            return json.dumps({
+                "name": "RateLimitError", "status": 429,
+                "message": "Too many requests: You have made 61 requests, surpassing the "
+                           "limit of 60 requests. Please try again in 1 seconds",
+                "details": {"limit": 60, "remaining": 0, "used": 61}}).encode()
+        return json.dumps({"name": "Error", "status": status, "message": message}).encode()
 
-    def answer(self, path: str, query: dict[str, str]) -> tuple[int, dict[str, str], Any]:
-        self.requests.append(query)
-        number = len(self.requests)
-        if number in self.faults:
-            status, headers = self.faults[number]
-            if status == 429:
-                return status, headers, {
-                    "name": "RateLimitError", "status": 429,
-                    "message": "Too many requests: You have made 61 requests, surpassing the "
-                               "limit of 60 requests. Please try again in 1 seconds",
-                    "details": {"limit": 60, "remaining": 0, "used": 61}}
-            return status, headers, {"name": "Error", "status": status, "message": "unavailable"}
-        if self.fail_from is not None and number >= self.fail_from:
-            return 500, {}, {"name": "Error", "status": 500, "message": "the server died"}
+    def respond(self, path: str, query: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
         if path != "/notes":
-            return 404, {}, {"name": "NotFoundError", "status": 404, "message": "no such path"}
+            return 404, {}, json.dumps({"name": "NotFoundError", "status": 404,
+                                        "message": "no such path"}).encode()
         chosen = [n for n in self.notes if n.venueid == query.get("content.venueid", n.venueid)]
         if query.get("sort", "id").startswith("id"):
             chosen.sort(key=lambda n: n.forum)
@@ -111,27 +94,4 @@ class OpenReviewReplay:
         body: dict[str, Any] = {"notes": [n.json() for n in chosen[start:start + limit]]}
         if query.get("count") == "true":
             body["count"] = len(chosen)
-        return 200, {}, body
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        replay = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
-                parts = urlsplit(self.path)
-                query = {key: values[-1] for key, values in
-                         parse_qs(parts.query, keep_blank_values=True).items()}
-                status, headers, body = replay.answer(parts.path, query)
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json; charset=utf-8")
-                self.send_header("Content-Length", str(len(data)))
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *_: object) -> None:
-                pass
-
-        return Handler
+        return 200, {}, json.dumps(body).encode()

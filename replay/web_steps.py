@@ -1,6 +1,7 @@
-"""Steps of the web pages' tests, as a reader's browser takes them through the Flask test
+"""A reader's steps through the web pages, as their browser takes them, through the Flask test
 client: read a form's CSRF token off its page, ask for a sign-in link, read the link from the
-email the service wrote (``PAPERREC_MAIL_DIR``, the development mailer), follow it."""
+email the service wrote (``PAPERREC_MAIL_DIR``, the development mailer), follow it. The web
+pages' tests take them, and so does the web page benchmark to sign its reader in."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def post_form(client: FlaskClient, page: str, to: str, **fields: str) -> TestRes
 def mails(mail_dir: Path) -> list[EmailMessage]:
     """The messages the service wrote, oldest first."""
     files = sorted(mail_dir.glob("*.eml"), key=lambda p: p.stat().st_mtime_ns)
-    return [email.message_from_bytes(p.read_bytes(), policy=email.policy.default)  # type: ignore[misc]
+    return [email.message_from_bytes(p.read_bytes(), policy=email.policy.default)
             for p in files]
 
 
