@@ -28,7 +28,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS_MARKER = "<!-- layers: generated from pyproject.toml -->"
-MERMAID_JS = os.environ.get("PAPERREC_DOCS_MERMAID", "")  # the Makefile's pinned copy
+# The Makefile's pinned copy (it passes the path; a plain `mkdocs build` finds the copy an
+# earlier `make docs` left in the venv).
+MERMAID_JS = os.environ.get("PAPERREC_DOCS_MERMAID") or next(
+    (str(path) for path in sorted(Path(".venv").glob("mermaid-*.min.js"))), "")
 # Any key of at least 16 characters: the document then declares the bearer scheme, as a
 # deployment with keys serves it.
 DOCUMENTED_KEY = "client:" + "k" * 16
