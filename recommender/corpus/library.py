@@ -41,6 +41,13 @@ from recommender.corpus import identity
 LibraryFormat = Literal["bibtex", "ris", "csl-json", "ids"]
 FORMATS: tuple[LibraryFormat, ...] = ("bibtex", "ris", "csl-json", "ids")
 MAX_ENTRIES = 20_000
+# What one entry may hold: a real title, abstract or author list is well within these; past
+# them an entry is rejected with the reason (reported, not stored), and in BibTeX before its
+# LaTeX is decoded, so one field cannot cost a worker seconds.
+MAX_TITLE = 1_000
+MAX_ABSTRACT = 20_000
+MAX_AUTHORS = 500
+MAX_AUTHOR = 300
 CONTENT_TYPES: dict[LibraryFormat, str] = {
     "bibtex": "application/x-bibtex",
     "ris": "application/x-research-info-systems",
@@ -126,6 +133,9 @@ def paper_from(label: str, index: int, line: int | None, *, title: str = "", abs
                ) -> LibraryEntry | LibraryRejection:
     """An entry from its fields (already plain text), or why it cannot be one."""
     title, abstract = _plain(title), _plain(abstract)
+    too_long = overflow(title, abstract, authors or [])
+    if too_long:
+        return LibraryRejection(label[:MAX_AUTHOR], index, line, too_long)
     found_doi = identity.doi(doi) if doi else None
     arxiv_doi = _ARXIV_DOI.match(found_doi or "")
     found_arxiv = next((a for a in (identity.arxiv_id(v) for v in (
@@ -149,6 +159,19 @@ def paper_from(label: str, index: int, line: int | None, *, title: str = "", abs
                   date=date if date and re.fullmatch(r"\d{4}-\d\d-\d\d", date) else None,
                   url=url or None, doi=found_doi)
     return LibraryEntry(label or title[:80], index, line, paper, source_id)
+
+
+def overflow(title: str, abstract: str, authors: list[str]) -> str | None:
+    """Why an entry's fields are more than an entry may hold (the limits above), or None."""
+    if len(title) > MAX_TITLE:
+        return f"the title is longer than {MAX_TITLE:,} characters"
+    if len(abstract) > MAX_ABSTRACT:
+        return f"the abstract is longer than {MAX_ABSTRACT:,} characters"
+    if len(authors) > MAX_AUTHORS:
+        return f"more than {MAX_AUTHORS} authors"
+    if any(len(name) > MAX_AUTHOR for name in authors):
+        return f"an author's name is longer than {MAX_AUTHOR} characters"
+    return None
 
 
 def _add(parsed: ParsedLibrary, result: LibraryEntry | LibraryRejection) -> None:
@@ -194,6 +217,11 @@ def _bibtex(text: str) -> ParsedLibrary:
         journal = _text(values.get("journal", "")) or _text(values.get("note", ""))
         in_text = _ARXIV_IN_TEXT.search(journal)
         year = _year(str(values.get("year", "")))
+        too_long = overflow(str(values.get("title", "")), str(values.get("abstract", "")),
+                            [str(a) for a in authors])
+        if too_long:  # refused before its LaTeX is decoded
+            parsed.rejected.append(LibraryRejection(key[:MAX_AUTHOR], index, line, too_long))
+            continue
         _add(parsed, paper_from(
             key, index, line, title=_text(values.get("title", "")),
             abstract=_text(values.get("abstract", "")), authors=[_text(a) for a in authors],
