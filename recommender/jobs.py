@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -273,11 +272,8 @@ def _fingerprint(likes: Mapping[str, Sequence[str]], index_version: str | None) 
 
 
 def _trained_on(models: VersionedDir, version: str) -> str | None:
-    try:
-        meta = json.loads((models.path(version) / "meta.json").read_text())
-    except (OSError, ValueError):
-        return None
-    return meta.get("likes_fingerprint") if isinstance(meta, dict) else None
+    fingerprint = models.meta(version).get("likes_fingerprint")
+    return fingerprint if isinstance(fingerprint, str) else None
 
 
 def calibrate(ctx: RankingContext, likes_by_user: Mapping[str, Sequence[int]],

@@ -15,7 +15,6 @@ process. Redis connects, the index and the model load on first use too.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -295,9 +294,8 @@ class Paperrec:
         """What the corpus, the index, the collaborative model and Redis hold (`paperrec
         stats`); ``readers`` is None, and ``redis_error`` says why, when Redis is down."""
         index_version, model_version = self.index_store.current_version(), self.models.current()
-        index = self.index_store.meta(index_version) if index_version else {}
-        model = (json.loads((self.models.path(model_version) / "meta.json").read_text())
-                 if model_version else {})
+        index = self.index_store.dir.meta(index_version) if index_version else {}
+        model = self.models.meta(model_version) if model_version else {}
         found: dict[str, Any] = {
             "corpus": {"papers": self.corpus.count(), "withdrawn": self.corpus.withdrawn_count(),
                        "harvests": [{"source": source, "set": set_spec, "newest": newest}

@@ -268,3 +268,18 @@ def test_trains_progress_bar_says_what_it_counts(
     code, out, err = run(capsys, "train")
     assert code == 0 and out.startswith("train: published collaborative model version")
     assert "training ALS: 100%" in err and "iteration" in err
+
+
+def test_the_parsers_light_copies_agree_with_the_library(
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    """parser.py names the library formats and index kinds itself (importing the modules that
+    own them would slow every --help): the copies must stay the library's."""
+    from recommender.corpus.library import FORMATS
+    from recommender.evaluation.methods import INDEX_KINDS
+    from service.cli.parser import LIBRARY_FORMATS
+
+    assert LIBRARY_FORMATS == FORMATS
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--help"])
+    assert "--index {" + ",".join(INDEX_KINDS) + "}" in capsys.readouterr().out

@@ -131,11 +131,6 @@ class IndexStore:
     def current_version(self) -> str | None:
         return self.dir.current()
 
-    def meta(self, version: str) -> dict[str, Any]:
-        """What a version's meta.json says of it (model, kind, count, how it was built)."""
-        meta = json.loads((self.dir.path(version) / "meta.json").read_text())
-        return meta if isinstance(meta, dict) else {}
-
     def is_current(self, ids: list[str], hashes: list[str], embedding: str) -> bool:
         """Whether the current version holds exactly these papers with this content, made by
         this embedding variant (a rebuild would publish the same index again)."""

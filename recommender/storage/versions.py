@@ -19,6 +19,7 @@ CURRENT: a good version published later is picked up without a restart.
 from __future__ import annotations
 
 import fcntl
+import json
 import logging
 import os
 import shutil
@@ -27,7 +28,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO, Generic, TypeVar
+from typing import Any, BinaryIO, Generic, TypeVar
 
 log = logging.getLogger(__name__)
 KEEP_VERSIONS = 3
@@ -58,6 +59,15 @@ class VersionedDir:
 
     def path(self, version: str) -> Path:
         return self.versions / version
+
+    def meta(self, version: str) -> dict[str, Any]:
+        """What a version's meta.json says of it (written last: its parameters, how it was
+        made); empty when it cannot be read."""
+        try:
+            meta = json.loads((self.path(version) / "meta.json").read_text())
+        except (OSError, ValueError):
+            return {}
+        return meta if isinstance(meta, dict) else {}
 
     def publish(self, write: Callable[[Path, str], None]) -> str:
         """Call ``write(staging_dir, version)``, then make that version current."""
