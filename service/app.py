@@ -15,7 +15,7 @@ from recommender import wiring
 from recommender.core.config import Settings
 from recommender.wiring import Paperrec
 
-from . import metrics, request_limits, web
+from . import metrics, page_security, request_limits, web
 from .api import (
     account,
     digests,
@@ -52,6 +52,7 @@ def create_app(settings: Settings | None = None, parts: Paperrec | None = None) 
     _log_requests(app)  # first: every request is timed and logged, refused ones too
     metrics.instrument(app)  # counted too, before the API keys are checked
     request_limits.install(app)  # before any hook that reads a body (the CSRF check)
+    app.after_request(page_security.protect_html)  # every HTML answer, whoever made it
     if settings.trusted_proxies:  # the client's address, as the proxies in front saw it
         n = settings.trusted_proxies
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n)  # type: ignore[method-assign]

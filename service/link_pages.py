@@ -17,17 +17,13 @@ from flask import Response, render_template
 from recommender.core.errors import ExpiredLink, InvalidLink, PaperrecError
 from recommender.digest.link_actions import LinkTarget
 
-from .page_security import CONTENT_SECURITY_POLICY
-
 # The pages hold a capability (the token in their URL) and a person's address: never cached
 # or indexed, never sent on as a referrer, never framed (a framed button invites a click the
-# reader did not mean), and nothing runs in them.
+# reader did not mean), and nothing runs in them (service.page_security, on every page).
 HEADERS = {
     "Cache-Control": "no-store",
     "Referrer-Policy": "no-referrer",
     "X-Robots-Tag": "noindex",
-    "X-Content-Type-Options": "nosniff",
-    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
 }
 
 

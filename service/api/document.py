@@ -20,7 +20,6 @@ from flask import Blueprint, Response, current_app, jsonify
 from flask_openapi3 import OpenAPI
 
 from ..access import access, declared
-from ..page_security import CONTENT_SECURITY_POLICY
 from .area import error_answer
 
 _RULE_PARAMETER = re.compile(r"<(?:[a-z]+:)?([a-z_]+)>")
@@ -71,9 +70,7 @@ DOCS_PAGE = """<!doctype html>
 </body></html>"""
 # In a file of its own: the page's policy runs no inline script.
 DOCS_SCRIPT = 'SwaggerUIBundle({url: "/openapi.json", dom_id: "#ui"});\n'
-DOCS_HEADERS = {"Content-Type": "text/html; charset=utf-8",
-                "Content-Security-Policy": CONTENT_SECURITY_POLICY,
-                "X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY"}
+DOCS_HEADERS = {"Content-Type": "text/html; charset=utf-8"}  # and service.page_security's
 
 
 @docs.get("/openapi.json")

@@ -20,16 +20,12 @@ from flask import Blueprint, Response, redirect, render_template, request, sessi
 
 from recommender.core.errors import InvalidInput
 
-from ..page_security import CONTENT_SECURITY_POLICY
-
 web = Blueprint("web", __name__)
 View = TypeVar("View", bound=Callable[..., Any])
 
+# Beside the headers of every HTML answer (service.page_security).
 HEADERS = {
-    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
-    "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "same-origin",
-    "X-Frame-Options": "DENY",
     "Cache-Control": "no-store",  # the pages show a reader's own data
 }
 
