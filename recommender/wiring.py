@@ -31,6 +31,7 @@ from recommender.corpus.arxiv import HarvestSummary
 from recommender.corpus.library import ParsedLibrary
 from recommender.corpus.oai_pmh import OaiPmhClient
 from recommender.corpus.openreview import OpenReviewClient, VenueSummary
+from recommender.corpus.polite_http import DEADLINE_SECONDS
 from recommender.corpus.store import CorpusStore
 from recommender.digest.feed_tokens import FeedTokens
 from recommender.digest.feeds import FeedBuilder
@@ -47,6 +48,7 @@ from recommender.feedback import library
 from recommender.feedback.layout import LayoutMigration, migrate_layout
 from recommender.feedback.rules import RuleStore
 from recommender.feedback.store import FeedbackStore
+from recommender.feedback.upload_quota import UploadQuota
 from recommender.feedback.user_data import UserData
 from recommender.index.store import IndexStore, LiveIndex
 from recommender.ranking.collaborative import CollaborativeModel
@@ -137,6 +139,10 @@ class Paperrec:
                              self.writes)
 
     @cached_property
+    def upload_quota(self) -> UploadQuota:
+        return UploadQuota(self.redis, self.keys, self.settings.uploads_per_day, self.writes)
+
+    @cached_property
     def subscriptions(self) -> SubscriptionStore:
         return SubscriptionStore(self.redis, self.keys, self.writes)
 
@@ -147,7 +153,9 @@ class Paperrec:
 
     @cached_property
     def user_data(self) -> UserData:
-        return UserData(self.feedback, [self.subscriptions, self.rules, self.feed_tokens])
+        return UserData(self.feedback,
+                        [self.subscriptions, self.rules, self.feed_tokens, self.corpus],
+                        forget=[self.corpus.forget_uploader])
 
     @cached_property
     def secret(self) -> bytes:
@@ -210,8 +218,10 @@ class Paperrec:
 
     def fetch_arxiv(self, categories: Sequence[str], on_rejection: OnRejection, *,
                     from_date: str | None = None, summary: HarvestSummary | None = None,
-                    progress: bool = True) -> HarvestSummary:
-        """Harvest these arXiv categories (``jobs.fetch_arxiv``)."""
+                    progress: bool = True, deadline: float | None = None) -> HarvestSummary:
+        """Harvest these arXiv categories (``jobs.fetch_arxiv``), stopping after ``deadline``
+        seconds (default: polite_http.DEADLINE_SECONDS); a later harvest continues."""
+        self.arxiv.begin(deadline)
         return jobs.fetch_arxiv(self.corpus, self.arxiv, categories, on_rejection, from_date,
                                 summary, progress)
 
@@ -219,6 +229,7 @@ class Paperrec:
                          summary: VenueSummary | None = None,
                          progress: bool = True) -> VenueSummary:
         """Store the accepted papers of these OpenReview venues (``jobs.fetch_openreview``)."""
+        self.openreview.begin()
         return jobs.fetch_openreview(self.corpus, self.openreview, venues, on_rejection,
                                      summary, progress)
 
@@ -242,7 +253,8 @@ class Paperrec:
                        now: float) -> library.ImportReport:
         """Like the papers of a reader's library file, adding the unknown ones."""
         return library.import_library(parsed, user_id, corpus=self.corpus,
-                                      feedback=self.feedback, embedder=self.embedder,
+                                      feedback=self.feedback, quota=self.upload_quota,
+                                      embedder=self.embedder,
                                       embedding_cache=self.embedding_cache, now=now)
 
     def send_digests(self, now: float, *, only_user: str | None = None,
@@ -267,11 +279,15 @@ class Paperrec:
         of PAPERREC_ARXIV_CATEGORIES (if any), publish an index version if anything is new,
         retrain if the likes changed, send the digests that are due (if SMTP_URL is set).
         A failed step is reported and the next ones still run: a failed fetch never stops
-        the digests of what is there."""
+        the digests of what is there, and a fetch that hangs or crawls stops after one
+        interval (PAPERREC_JOBS_INTERVAL_SECONDS; the next round continues where it stopped),
+        so the rebuild, the training and the digests never wait longer on it."""
         s = self.settings
         categories = [c.strip() for c in s.arxiv_categories.split(",") if c.strip()]
         steps: list[tuple[str, Callable[[], object] | None, str]] = [
-            ("fetch arxiv", (lambda: self.fetch_arxiv(categories, on_rejection, progress=False))
+            ("fetch arxiv", (lambda: self.fetch_arxiv(
+                categories, on_rejection, progress=False, deadline=min(
+                    DEADLINE_SECONDS, s.jobs_interval_seconds)))
              if categories else None, "PAPERREC_ARXIV_CATEGORIES is empty"),
             ("rebuild-index", lambda: self.rebuild_index(if_changed=True, progress=False), ""),
             ("train", lambda: self.train(if_changed=True, progress=False), ""),
@@ -298,6 +314,7 @@ class Paperrec:
         model = self.models.meta(model_version) if model_version else {}
         found: dict[str, Any] = {
             "corpus": {"papers": self.corpus.count(), "withdrawn": self.corpus.withdrawn_count(),
+                       "pending": self.corpus.pending_count(),
                        "harvests": [{"source": source, "set": set_spec, "newest": newest}
                                     for source, set_spec, newest in self.corpus.harvests()]},
             "index": {"version": index_version, "papers": index.get("count"),

@@ -26,6 +26,7 @@ from .api import (
     links,
     lists,
     papers,
+    review,
     rules,
 )
 from .api.document import docs, document
@@ -58,7 +59,7 @@ def create_app(settings: Settings | None = None, parts: Paperrec | None = None) 
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n)  # type: ignore[method-assign]
     # The API, one blueprint per area (service/api); each area's line here.
     api = [health.api, papers.api, feedback.api, library.api, rules.api, lists.api,
-           digests.api, links.api, feeds.api, account.api]
+           digests.api, links.api, feeds.api, account.api, review.api]
     for area in api:
         app.register_api(area)
     app.register_blueprint(docs)

@@ -107,11 +107,11 @@ def test_bibtex_import_matches_adds_decodes_and_reports_the_malformed(
     assert rejected["broken"]["line"] == 25 and "malformed BibTeX" in rejected["broken"]["reason"]
     assert rejected["nothing"]["reason"] == "no title, arXiv id or DOI to find the paper by"
     assert answer["already_liked"] == [] and answer["liked"] == 4
-    paper = lib_client.get(f"/v1/papers/{added['mueller2020']}").json
+    paper = lib_client.get(f"/v1/papers/{added['mueller2020']}?user_id=ada").json
     assert paper["title"] == "Über BERT: Café Models for Transformers"
     assert paper["authors"] == ["Hans Müller", "Jane Doe"] and paper["year"] == 2020
     assert paper["abstract"] == "We study café models."
-    arxiv = lib_client.get("/v1/papers/1706.03762").json
+    arxiv = lib_client.get("/v1/papers/1706.03762?user_id=ada").json
     assert arxiv["url"] == "https://arxiv.org/abs/1706.03762"
     liked = {f["paper_id"] for f in lib_client.get("/v1/users/ada/feedback").json["items"]}
     assert liked == {"known-doi", "2401.01234", "1706.03762", added["mueller2020"]}
@@ -140,7 +140,7 @@ def test_ris_file(lib_client: FlaskClient) -> None:
     assert ids(answer["matched"]) == ["known-doi"]
     assert [a["line"] for a in answer["added"]] == [9]
     assert [(r["index"], r["line"]) for r in answer["rejected"]] == [(3, 17)]
-    paper = lib_client.get(f"/v1/papers/{answer['added'][0]['paper_id']}").json
+    paper = lib_client.get(f"/v1/papers/{answer['added'][0]['paper_id']}?user_id=ris-user").json
     assert paper["authors"] == ["Marie Curie", "Pierre Curie"]
     assert paper["date"] == "2022-05-17" and paper["url"] == "https://example.org/gnn"
 
@@ -160,7 +160,7 @@ def test_csl_json_file(lib_client: FlaskClient) -> None:
     assert ids(answer["matched"]) == ["2401.01234"]
     assert [a["entry"] for a in answer["added"]] == ["x2"]
     assert [r["index"] for r in answer["rejected"]] == [3, 4]
-    paper = lib_client.get(f"/v1/papers/{answer['added'][0]['paper_id']}").json
+    paper = lib_client.get(f"/v1/papers/{answer['added'][0]['paper_id']}?user_id=csl-user").json
     assert paper["authors"] == ["The Protein Consortium"] and paper["year"] == 2023
 
 
@@ -222,7 +222,8 @@ def test_the_next_reading_list_counts_imported_papers_not_yet_indexed(
     answer = post(lib_client, "newcomer", bib, BIBTEX)
     assert len(answer["added"]) == 3
     for item in answer["added"]:  # not in the index: no rebuild has run
-        assert lib_client.get(f"/v1/papers/{item['paper_id']}/similar").status_code == 404
+        assert lib_client.get(f"/v1/papers/{item['paper_id']}/similar?user_id=newcomer"
+                              ).status_code == 404
     reading = lib_client.get("/v1/users/newcomer/recommendations?k=4").json
     assert reading["personalized"] is True
     top = [item["paper_id"] for item in reading["items"]]

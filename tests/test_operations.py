@@ -197,7 +197,7 @@ def test_stats_counts_papers_index_and_readers(
     like(client, "bob", papers[0])
     code, out, _ = run(capsys, "stats")
     assert code == 0
-    assert "papers          38 (0 withdrawn)" in out
+    assert "papers          38 (0 withdrawn, 0 uploads pending review)" in out
     assert "index           version 000001: 38 papers, exact" in out
     assert "readers         2: 2 likes, 1 dislikes, 0 digest subscribers" in out
     code, out, _ = run(capsys, "stats", "--json")

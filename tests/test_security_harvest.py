@@ -17,7 +17,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import psutil
 import pytest
 
+from recommender import wiring
+from recommender.core.config import Settings
 from recommender.corpus.polite_http import HarvestFailed, PoliteClient
+from recommender.embedding.encoders import TextEncoder
 
 Behaviour = Callable[[BaseHTTPRequestHandler], None]
 
@@ -96,3 +99,32 @@ def test_a_harvest_stops_at_its_deadline_whatever_the_server_asks() -> None:
         with pytest.raises(HarvestFailed, match="deadline of 2 s has passed"):
             client.get(url, {"verb": "ListRecords"})
     assert time.monotonic() - started < 10
+
+
+def test_each_harvest_of_a_long_lived_client_has_a_deadline_of_its_own() -> None:
+    with hostile(come_back_tomorrow) as url:
+        client = PoliteClient(url, delay=0, retries=1, deadline=2)
+        client.begin()
+        time.sleep(2.1)  # a first harvest that used its whole time (`paperrec jobs` runs on)
+        client.begin()
+        started = time.monotonic()
+        with pytest.raises(HarvestFailed, match="deadline of 2 s"):
+            client.get(url, {"verb": "ListRecords"})
+        assert client.requests == 1  # the new harvest asked, and waited until its deadline
+        assert time.monotonic() - started > 1
+
+
+def test_a_hanging_source_holds_up_the_scheduled_jobs_for_one_interval_at_most(
+    sample_settings: Settings, hashing_embedder: TextEncoder,
+) -> None:
+    with hostile(trickle) as url:
+        settings = sample_settings.replace(arxiv_oai_url=url, arxiv_categories="cs.LG",
+                                           arxiv_delay_seconds=0, jobs_interval_seconds=2)
+        app = wiring.build(settings, embedder=hashing_embedder)
+        started = time.monotonic()
+        outcomes = {step.step: step for step in app.scheduled_round(time.time(), print)}
+    assert time.monotonic() - started < 30
+    assert outcomes["fetch arxiv"].status == "failed"
+    assert "deadline of 2 s" in outcomes["fetch arxiv"].detail
+    assert outcomes["rebuild-index"].status == "done"  # what the harvest held up runs
+    assert outcomes["train"].status == "done"

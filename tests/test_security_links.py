@@ -17,6 +17,7 @@ from flask.testing import FlaskClient
 
 from recommender.core.config import Settings
 from recommender.core.papers import Paper
+from recommender.corpus.store import CorpusStore
 from recommender.embedding.encoders import TextEncoder
 
 HOSTILE = ["javascript:alert(1)", "JavaScript:alert(1)", " javascript:alert(1)",
@@ -46,6 +47,8 @@ def test_an_uploaded_javascript_link_reaches_no_page_api_or_feed(
     assert answer.status_code == 200, answer.json
     added = [item["paper_id"] for item in answer.json["added"]]
     assert len(added) == len(HOSTILE)
+    # An operator approves them (a careless one): the links must still never leave.
+    assert CorpusStore(sample_settings.corpus_path).approve(added) == len(HOSTILE)
     rebuild(sample_settings, embedder=hashing_embedder)
     reader: FlaskClient = make_app(sample_settings).test_client()
     for paper_id in added:

@@ -66,7 +66,8 @@ def test_every_setting_is_read_from_its_variable(environment: pytest.MonkeyPatch
         "PAPERREC_EMBED_SHARD_SIZE": "100", "PAPERREC_SERVED_HISTORY_MAX": "50",
         "PAPERREC_REDIS_WAIT_REPLICAS": "2", "PAPERREC_REDIS_WAIT_MS": "250",
         "PAPERREC_EMBED_PROCESSES": "3", "PAPERREC_JOBS_INTERVAL_SECONDS": "60",
-        "PAPERREC_TRUSTED_PROXIES": "1",
+        "PAPERREC_TRUSTED_PROXIES": "1", "PAPERREC_UPLOADS_PER_DAY": "5",
+        "PAPERREC_ADMIN_EMAILS": "ops@example.org",
     }
     assert set(given) == set(VARIABLES.values())
     for variable, value in given.items():
@@ -85,7 +86,8 @@ def test_every_setting_is_read_from_its_variable(environment: pytest.MonkeyPatch
         embed_cluster="tcp://scheduler:8786",
         embed_cluster_timeout=3, embed_shard_size=100, served_history_max=50,
         redis_wait_replicas=2, redis_wait_ms=250,
-        embed_processes=3, jobs_interval_seconds=60, trusted_proxies=1)
+        embed_processes=3, jobs_interval_seconds=60, trusted_proxies=1, uploads_per_day=5,
+        admin_emails="ops@example.org")
     assert settings.public_url == "https://papers.example.org"  # no trailing /
     assert settings.corpus_path == tmp_path / "corpus.sqlite"
 

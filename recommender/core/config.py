@@ -242,6 +242,15 @@ class Settings(BaseSettings):
     rate_limit: Annotated[str, _checked_by(parse_rate_limit)] = Field(
         "6000/minute", validation_alias="PAPERREC_RATE_LIMIT",
         description="requests per API key: N/second, N/minute or N/hour, or off")
+    uploads_per_day: int = Field(
+        1000, ge=0, validation_alias="PAPERREC_UPLOADS_PER_DAY",
+        description="papers one reader's library imports may add to the corpus a day (each "
+                    "stays theirs until verified: paperrec review-imports); entries past it "
+                    "are rejected with the reason")
+    admin_emails: str = Field(
+        "", validation_alias="PAPERREC_ADMIN_EMAILS",
+        description="comma-separated sign-in addresses of the operators who may review "
+                    "readers' uploads on the /admin/imports page")
 
     jobs_interval_seconds: float = Field(
         3600, gt=0, allow_inf_nan=False, validation_alias="PAPERREC_JOBS_INTERVAL_SECONDS",

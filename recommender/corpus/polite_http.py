@@ -90,6 +90,13 @@ class PoliteClient:
     def close(self) -> None:
         self._session.close()
 
+    def begin(self, deadline: float | None = None) -> None:
+        """A new harvest starts: its deadline (default: the client's) counts from now. A
+        long-lived process (`paperrec jobs`) harvests again and again with one client."""
+        self._started = time.monotonic()
+        if deadline is not None:
+            self.deadline = deadline
+
     def get(self, url: str, params: Mapping[str, str]) -> bytes:
         """The body of a 200 answer to GET ``url?params``; HarvestFailed after the retries."""
         before = self.requests

@@ -7,8 +7,18 @@ and the folded words of title and abstract in an SQLite FTS5 table (``papers_wit
 a phrase query), so following or muting costs an index lookup, not a scan of the corpus.
 
 A paper its source withdrew (arXiv) is kept but marked ``withdrawn``: the next index build
-leaves it out. ``harvest_positions`` holds where each harvest (source and set) stands, so the
-position travels with the corpus and is written in the same transaction as the papers.
+leaves it out.
+
+A paper that only a reader's upload brought (``upload``) is *pending*: it is the uploaders'
+(``uploads`` names them) and nobody else's. The index, the reader rules and so every other
+reader's list and search leave it out, and ``hidden_from`` tells the pages and the API to
+answer as if it were not there. It becomes a paper like any other when a trusted source
+(``upsert``: arXiv, OpenReview, an operator's ingest) brings the same paper, whose record
+then replaces the uploaded one, or when an operator approves it (``approve``; ``reject``
+deletes it). So one reader cannot put words into another reader's list.
+
+``harvest_positions`` holds where each harvest (source and set) stands, so the position
+travels with the corpus and is written in the same transaction as the papers.
 """
 
 from __future__ import annotations
@@ -34,8 +44,14 @@ CREATE TABLE IF NOT EXISTS papers (
     added_at REAL NOT NULL,
     updated_at REAL NOT NULL,
     day REAL,
-    withdrawn INTEGER NOT NULL DEFAULT 0
+    withdrawn INTEGER NOT NULL DEFAULT 0,
+    verified INTEGER NOT NULL DEFAULT 1  -- 0: pending, only a reader's upload brought it
 );
+-- Who uploaded each pending paper (a paper two readers uploaded is pending for both).
+CREATE TABLE IF NOT EXISTS uploads (
+    paper TEXT NOT NULL, user TEXT NOT NULL, at REAL NOT NULL, PRIMARY KEY (paper, user)
+);
+CREATE INDEX IF NOT EXISTS uploads_user ON uploads (user);
 CREATE TABLE IF NOT EXISTS paper_authors (name TEXT NOT NULL, paper TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS paper_authors_name ON paper_authors (name);
 CREATE INDEX IF NOT EXISTS paper_authors_paper ON paper_authors (paper);
@@ -67,6 +83,17 @@ class UpsertCounts:
     updated: int = 0
     unchanged: int = 0
     merged: int = 0  # duplicates of a stored paper by DOI or title (``identity``), stored once
+
+
+@dataclass(frozen=True)
+class PendingPaper:
+    """A paper only readers' uploads brought, as an operator reviews it."""
+
+    id: str
+    title: str
+    url: str | None
+    added_at: float
+    uploaders: list[str]
 
 
 @dataclass
@@ -102,6 +129,13 @@ class CorpusStore:
             with self._db:
                 self._db.execute(
                     "ALTER TABLE papers ADD COLUMN withdrawn INTEGER NOT NULL DEFAULT 0")
+        if "verified" not in columns:
+            # Added with private uploads. Which stored papers an upload brought was not
+            # recorded before, so every one stored counts as verified: `paperrec
+            # review-imports` cannot list those (docs/security.md says so).
+            with self._db:
+                self._db.execute(
+                    "ALTER TABLE papers ADD COLUMN verified INTEGER NOT NULL DEFAULT 1")
         if (self._db.execute("SELECT 1 FROM identities LIMIT 1").fetchone() is None
                 and self._db.execute("SELECT 1 FROM papers LIMIT 1").fetchone()):
             with self._db:  # added with duplicate detection: the keys of every stored paper
@@ -117,15 +151,18 @@ class CorpusStore:
         self._db.close()
 
     def upsert(self, papers: Iterable[Paper], counts: UpsertCounts | None = None) -> UpsertCounts:
-        """Add new papers, update changed ones, leave identical ones alone (one transaction).
-        A changed paper that was withdrawn counts again (a new version replaced it).
+        """Add new papers, update changed ones, leave identical ones alone (one transaction):
+        papers from a trusted source. A changed paper that was withdrawn counts again (a new
+        version replaced it).
 
         A record with another id that ``identity.keys`` finds stored already (an arXiv id, a
         DOI, or title and first author) is a duplicate: it is stored once, under the id the
         paper first came with; its id and identifiers are kept (``resolve`` finds the paper by
         any of them). A duplicate by arXiv id is a version of the same preprint and updates
         the record; one by DOI or title (a conference version, another source) only adds its
-        identifiers, so the stored text does not flip with the order of the sources."""
+        identifiers, so the stored text does not flip with the order of the sources. A
+        pending paper (a reader's upload) is the exception: the trusted record replaces what
+        the reader wrote, and the paper is verified."""
         counts = counts or UpsertCounts()
         with self._db:
             self._upsert(papers, counts)
@@ -139,33 +176,137 @@ class CorpusStore:
                 self._db.execute("INSERT OR IGNORE INTO identities VALUES ('id', ?, ?)",
                                  (paper.id, stored.id))
                 self._remember(paper, stored.id)
-                if how != "arxiv":
+                if how != "arxiv" and not self._pending(stored.id):
                     counts.merged += 1
                     continue
                 paper = replace(paper, id=stored.id, doi=paper.doi or stored.doi)
-            record = json.dumps(paper.to_dict(), ensure_ascii=False, sort_keys=True)
+            record = _record(paper)
             row = self._db.execute(
-                "SELECT record, rowid FROM papers WHERE id = ?", (paper.id,)
+                "SELECT record, rowid, verified FROM papers WHERE id = ?", (paper.id,)
             ).fetchone()
             if row is None:
-                inserted = self._db.execute(
-                    "INSERT INTO papers VALUES (?, ?, ?, ?, ?, ?, 0)",
-                    (paper.id, paper.content_hash, record, now, now, _day(paper)),
-                )
-                self._index_for_rules(inserted.lastrowid, paper)
-                self._remember(paper)
+                self._insert(paper, record, now, verified=True)
                 counts.added += 1
-            elif row[0] != record:
+            elif row[0] != record or not row[2]:
                 self._db.execute(
                     "UPDATE papers SET content_hash = ?, record = ?, updated_at = ?, day = ?,"
-                    " withdrawn = 0 WHERE id = ?",
+                    " withdrawn = 0, verified = 1 WHERE id = ?",
                     (paper.content_hash, record, now, _day(paper), paper.id),
                 )
+                self._db.execute("DELETE FROM uploads WHERE paper = ?", (paper.id,))
                 self._index_for_rules(row[1], paper)
                 self._remember(paper)
                 counts.updated += 1
             else:
                 counts.unchanged += 1
+
+    def _insert(self, paper: Paper, record: str, now: float, *, verified: bool) -> None:
+        inserted = self._db.execute(
+            "INSERT INTO papers VALUES (?, ?, ?, ?, ?, ?, 0, ?)",
+            (paper.id, paper.content_hash, record, now, now, _day(paper), int(verified)))
+        self._index_for_rules(inserted.lastrowid, paper)
+        self._remember(paper)
+
+    def upload(self, papers: Iterable[Paper], user: str, now: float) -> list[str]:
+        """Store a reader's uploaded papers as pending and theirs (one transaction); the id
+        each is stored under. A paper the corpus holds already (``find``) is left as it is:
+        when it is pending (another reader uploaded it too), this reader becomes one of its
+        uploaders, and sees the text stored first."""
+        stored_ids = []
+        with self._db:
+            for paper in papers:
+                found = self.find(paper)
+                if found is None:
+                    self._insert(paper, _record(paper), now, verified=False)
+                    found = paper.id
+                stored_ids.append(found)
+            self._claim(stored_ids, user, now)
+        return stored_ids
+
+    def claim(self, paper_ids: list[str], user: str, now: float) -> None:
+        """Name the reader among the uploaders of those of these papers that are pending
+        (they hold the paper in their library: it must stay visible to them)."""
+        with self._db:
+            self._claim(paper_ids, user, now)
+
+    def _claim(self, paper_ids: list[str], user: str, now: float) -> None:
+        self._db.executemany(
+            "INSERT OR IGNORE INTO uploads SELECT id, ?, ? FROM papers WHERE id = ? AND"
+            " verified = 0", [(user, now, pid) for pid in paper_ids])
+
+    def _pending(self, paper_id: str) -> bool:
+        row = self._db.execute("SELECT verified FROM papers WHERE id = ?",
+                               (paper_id,)).fetchone()
+        return row is not None and not row[0]
+
+    def hidden_from(self, paper_id: str, viewer: str | None) -> bool:
+        """Whether the stored paper is pending and ``viewer`` (None: anyone, e.g. a client
+        asking without a user) is not one of its uploaders: to them it is not there."""
+        if not self._pending(paper_id):
+            return False
+        return viewer is None or self._db.execute(
+            "SELECT 1 FROM uploads WHERE paper = ? AND user = ?", (paper_id, viewer)
+        ).fetchone() is None
+
+    def pending_of(self, user: str) -> list[str]:
+        """The pending papers the reader uploaded, oldest upload first."""
+        return [pid for pid, in self._db.execute(
+            "SELECT u.paper FROM uploads u JOIN papers p ON p.id = u.paper"
+            " WHERE u.user = ? AND p.verified = 0 ORDER BY u.at, u.paper", (user,))]
+
+    def export_user(self, user: str) -> dict[str, Any]:
+        """A reader's part of their data export: the pending papers they uploaded."""
+        return {"uploads": self.pending_of(user)}
+
+    def pending(self, limit: int = 100, offset: int = 0) -> list[PendingPaper]:
+        """Pending papers for an operator to review, oldest first."""
+        rows = self._db.execute(
+            "SELECT p.id, json_extract(p.record, '$.title'), json_extract(p.record, '$.url'),"
+            " p.added_at, group_concat(u.user, ' ') FROM papers p"
+            " LEFT JOIN uploads u ON u.paper = p.id WHERE p.verified = 0"
+            " GROUP BY p.id ORDER BY p.added_at, p.id LIMIT ? OFFSET ?", (limit, offset))
+        return [PendingPaper(pid, title, url, added, sorted((users or "").split()))
+                for pid, title, url, added, users in rows]
+
+    def pending_count(self) -> int:
+        return int(self._db.execute(
+            "SELECT COUNT(*) FROM papers WHERE verified = 0").fetchone()[0])
+
+    def approve(self, paper_ids: Iterable[str]) -> int:
+        """Verify these pending papers (an operator read them): the next index build counts
+        them for every reader. How many were pending."""
+        with self._db:
+            approved = 0
+            for pid in paper_ids:
+                approved += self._db.execute(
+                    "UPDATE papers SET verified = 1, updated_at = ? WHERE id = ? AND"
+                    " verified = 0", (time.time(), pid)).rowcount
+                self._db.execute("DELETE FROM uploads WHERE paper = ?", (pid,))
+            return approved
+
+    def reject(self, paper_ids: Iterable[str]) -> int:
+        """Delete these pending papers (verified ones are left alone); how many went. The
+        uploaders' likes of them stay in Redis and are left out wherever papers are read."""
+        with self._db:
+            return sum(self._delete(pid) for pid in paper_ids if self._pending(pid))
+
+    def forget_uploader(self, user: str) -> int:
+        """A reader is erased: they are no longer an uploader, and the pending papers only
+        they uploaded are deleted. How many papers were deleted."""
+        with self._db:
+            mine = self.pending_of(user)
+            self._db.execute("DELETE FROM uploads WHERE user = ?", (user,))
+            return sum(self._delete(pid) for pid in mine if self._db.execute(
+                "SELECT 1 FROM uploads WHERE paper = ?", (pid,)).fetchone() is None)
+
+    def _delete(self, paper_id: str) -> int:
+        row = self._db.execute("SELECT rowid FROM papers WHERE id = ?", (paper_id,)).fetchone()
+        if row is None:
+            return 0
+        self._db.execute("DELETE FROM paper_words WHERE rowid = ?", (row[0],))
+        for table in ("paper_authors", "identities", "uploads"):
+            self._db.execute(f"DELETE FROM {table} WHERE paper = ?", (paper_id,))
+        return self._db.execute("DELETE FROM papers WHERE id = ?", (paper_id,)).rowcount
 
     def mark_withdrawn(self, paper_ids: Iterable[str]) -> int:
         """Mark papers withdrawn (left out of the next index build); how many were newly
@@ -262,7 +403,7 @@ class CorpusStore:
         only those dated on or after ``since_day`` when it is given."""
         return self._ids_and_days(
             "SELECT p.id, p.day FROM paper_authors a JOIN papers p ON p.id = a.paper"
-            " WHERE a.name = ?", key, since_day)
+            " WHERE a.name = ? AND p.verified = 1", key, since_day)
 
     def papers_with_words(self, phrase: list[str],
                           since_day: float | None = None) -> list[tuple[str, float]]:
@@ -273,7 +414,8 @@ class CorpusStore:
         # Words are runs of letters and digits: quoted, they are one FTS5 phrase, never syntax.
         return self._ids_and_days(
             "SELECT p.id, p.day FROM paper_words w JOIN papers p ON p.rowid = w.rowid"
-            " WHERE paper_words MATCH ?", '"' + " ".join(phrase) + '"', since_day)
+            " WHERE paper_words MATCH ? AND p.verified = 1", '"' + " ".join(phrase) + '"',
+            since_day)
 
     def _ids_and_days(self, sql: str, value: str,
                       since_day: float | None) -> list[tuple[str, float]]:
@@ -313,10 +455,11 @@ class CorpusStore:
                 f"SELECT id, {column} FROM papers WHERE id IN ({marks})", chunk).fetchall()
 
     def index_rows(self) -> Iterator[tuple[str, str, float]]:
-        """(paper id, content hash, publication day or NaN) for every paper that is not
-        withdrawn, in insertion order."""
+        """(paper id, content hash, publication day or NaN) for every paper that is neither
+        withdrawn nor pending, in insertion order."""
         for pid, content_hash, day in self._db.execute(
-            "SELECT id, content_hash, day FROM papers WHERE withdrawn = 0 ORDER BY rowid"
+            "SELECT id, content_hash, day FROM papers WHERE withdrawn = 0 AND verified = 1"
+            " ORDER BY rowid"
         ):
             yield pid, content_hash, math.nan if day is None else float(day)
 
@@ -335,6 +478,10 @@ class CorpusStore:
         return [(source, set_spec, newest or datestamp) for source, set_spec, datestamp, newest
                 in self._db.execute("SELECT source, set_spec, datestamp, newest FROM "
                                     "harvest_positions ORDER BY source, set_spec")]
+
+
+def _record(paper: Paper) -> str:
+    return json.dumps(paper.to_dict(), ensure_ascii=False, sort_keys=True)
 
 
 def _day(paper: Paper) -> float | None:

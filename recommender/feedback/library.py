@@ -3,10 +3,14 @@
 ``import_library`` takes the entries ``corpus.library`` read from a file. An entry the corpus
 holds (by the entry's own key when it is a stored id of a paper with that title, else by
 arXiv id, DOI, or title and first author: ``CorpusStore.find``) becomes a like; one it does
-not hold is added to the corpus (``CorpusStore.upsert``, under its deterministic id) and
-liked. An entry with only an id that the corpus does not hold is rejected: there is no title
-or abstract to add it with (fetch or ingest it first). Importing the same file again changes
-nothing: its papers are ``already_liked``.
+not hold is added to the corpus as the reader's own, pending paper (``CorpusStore.upload``,
+under its deterministic id: nobody else sees it until it is verified) and liked, up to the
+reader's daily quota (``UploadQuota``). An entry with only an id that the corpus does not
+hold is rejected: there is no title or abstract to add it with (fetch or ingest it first).
+
+The likes are written in one Redis script, after the papers: a failure leaves no like of the
+import, at most pending papers only the reader sees, and importing again finishes it.
+Importing the same file again changes nothing: its papers are ``already_liked``.
 
 The papers liked are embedded at once into the embedding cache (only those not cached yet),
 so the next reading list counts them before the index is rebuilt (``Recommender`` reads
@@ -28,6 +32,7 @@ from recommender.corpus.store import CorpusStore
 from recommender.embedding.cache import EmbeddingCache, cached_vectors
 from recommender.embedding.encoders import TextEncoder
 from recommender.feedback.store import FeedbackStore
+from recommender.feedback.upload_quota import UploadQuota
 
 
 @dataclass(frozen=True)
@@ -54,7 +59,7 @@ class ImportReport:
 
 
 def import_library(parsed: ParsedLibrary, user_id: str, *, corpus: CorpusStore,
-                   feedback: FeedbackStore, embedder: TextEncoder,
+                   feedback: FeedbackStore, quota: UploadQuota, embedder: TextEncoder,
                    embedding_cache: EmbeddingCache, now: float) -> ImportReport:
     report = ImportReport(rejected=[_rejected(r) for r in parsed.rejected])
     likes = {f.paper_id for f in feedback.get(user_id) if f.signal == "like"}
@@ -72,25 +77,30 @@ def import_library(parsed: ParsedLibrary, user_id: str, *, corpus: CorpusStore,
                 "entry with its title and abstract")))
         else:
             new.append(entry)
-    added_ids: set[str] = set()
-    if new:
-        corpus.upsert([entry.paper for entry in new])
-        for entry in new:  # a duplicate of a stored paper was merged into it
-            stored = corpus.resolve(entry.paper.id) or entry.paper.id
-            found.append((entry, stored))
-            added_ids.add(stored)
+    granted = quota.take(user_id, len(new), now)
+    report.rejected += [_rejected(LibraryRejection(
+        entry.label, entry.index, entry.line,
+        f"not in the corpus, and your uploads have added the {quota.per_day:,} new papers a "
+        "reader may add in a day: import the file again tomorrow")) for entry in new[granted:]]
+    new = new[:granted]
+    # Found papers another reader uploaded (pending) become this reader's too: they can see
+    # what they liked. New papers are stored as pending and this reader's.
+    corpus.claim([paper_id for _, paper_id in found], user_id, now)
+    added = corpus.upload([entry.paper for entry in new], user_id, now)
+    found += zip(new, added, strict=True)
+    added_ids = set(added)
     liked_now: list[str] = []
     for entry, paper_id in sorted(found, key=lambda pair: pair[0].index):
         item = ImportedEntry(entry.label, entry.index, entry.line, paper_id)
         if paper_id in likes:
             report.already_liked.append(item)
             continue
-        feedback.set(user_id, paper_id, "like", now)
         likes.add(paper_id)
         liked_now.append(paper_id)
         (report.added if paper_id in added_ids else report.matched).append(item)
+    feedback.set_many(user_id, liked_now, "like", now)
     _embed(corpus, liked_now, embedder, embedding_cache)
-    report.liked = sum(1 for f in feedback.get(user_id) if f.signal == "like")
+    report.liked = len(likes)
     return report
 
 

@@ -30,41 +30,47 @@ from recommender.storage.redis_writes import UserWrites
 Signal = Literal["like", "dislike"]
 
 # KEYS: feedback hash, the bucket's like counts and users set.
-# ARGV: user, paper, new value ("" = remove).
-_SET_SIGNAL = """
-local old = redis.call('HGET', KEYS[1], ARGV[2])
-local was_like = old and string.sub(old, 1, 5) == 'like:'
-local is_like = string.sub(ARGV[3], 1, 5) == 'like:'
-if ARGV[3] == '' then
-  redis.call('HDEL', KEYS[1], ARGV[2])
-else
-  redis.call('HSET', KEYS[1], ARGV[2], ARGV[3])
-  redis.call('SADD', KEYS[3], ARGV[1])
-end
-if was_like and not is_like then
-  if tonumber(redis.call('ZINCRBY', KEYS[2], -1, ARGV[2])) <= 0 then
-    redis.call('ZREM', KEYS[2], ARGV[2])
+# ARGV: user, new value ("" = remove), then the papers it is set on. Returns how many of the
+# papers had a signal before. One script for one paper or a whole import: all or nothing.
+_SET_SIGNALS = """
+local is_like = string.sub(ARGV[2], 1, 5) == 'like:'
+local had = 0
+for i = 3, #ARGV do
+  local old = redis.call('HGET', KEYS[1], ARGV[i])
+  local was_like = old and string.sub(old, 1, 5) == 'like:'
+  if old then had = had + 1 end
+  if ARGV[2] == '' then
+    redis.call('HDEL', KEYS[1], ARGV[i])
+  else
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[2])
   end
-elseif is_like and not was_like then
-  redis.call('ZINCRBY', KEYS[2], 1, ARGV[2])
+  if was_like and not is_like then
+    if tonumber(redis.call('ZINCRBY', KEYS[2], -1, ARGV[i])) <= 0 then
+      redis.call('ZREM', KEYS[2], ARGV[i])
+    end
+  elseif is_like and not was_like then
+    redis.call('ZINCRBY', KEYS[2], 1, ARGV[i])
+  end
 end
-if old then return old else return false end
+if ARGV[2] ~= '' and #ARGV > 2 then redis.call('SADD', KEYS[3], ARGV[1]) end
+return had
 """
 
 # KEYS: RedisKeys.user_write_keys (the user's keys, then the bucket's like counts, users and
 # subscribers).  ARGV: user.  Takes the user's likes off the counts and deletes the rest.
 _ERASE_USER = """
+local own = #KEYS - 3
 local feedback = redis.call('HGETALL', KEYS[1])
 for i = 1, #feedback, 2 do
   if string.sub(feedback[i + 1], 1, 5) == 'like:' then
-    if tonumber(redis.call('ZINCRBY', KEYS[8], -1, feedback[i])) <= 0 then
-      redis.call('ZREM', KEYS[8], feedback[i])
+    if tonumber(redis.call('ZINCRBY', KEYS[own + 1], -1, feedback[i])) <= 0 then
+      redis.call('ZREM', KEYS[own + 1], feedback[i])
     end
   end
 end
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
-redis.call('SREM', KEYS[9], ARGV[1])
-redis.call('SREM', KEYS[10], ARGV[1])
+redis.call('DEL', unpack(KEYS, 1, own))
+redis.call('SREM', KEYS[own + 2], ARGV[1])
+redis.call('SREM', KEYS[own + 3], ARGV[1])
 return #feedback / 2
 """
 
@@ -115,23 +121,27 @@ class FeedbackStore:
         self._keys = keys
         self._served_max = served_history_max
         self._writes = writes or UserWrites(client)
-        self._set_signal = self._writes.register(_SET_SIGNAL)
+        self._set_signals = self._writes.register(_SET_SIGNALS)
         self._erase = self._writes.register(_ERASE_USER)
 
     def set(self, user_id: str, paper_id: str, signal: Signal, at: float) -> bool:
         """Record a signal; True when it replaced an earlier one on the same paper."""
-        validate_paper_id(paper_id)
+        return self.set_many(user_id, [paper_id], signal, at) > 0
+
+    def set_many(self, user_id: str, paper_ids: list[str], signal: Signal, at: float) -> int:
+        """Record one signal on many papers at once (an import): all of them or, when Redis
+        fails, none. How many replaced an earlier signal."""
+        for paper_id in paper_ids:
+            validate_paper_id(paper_id)
         value = f"{parse_signal(signal)}:{at:.3f}"
-        old = self._writes.run(self._set_signal, self._script_keys(user_id),
-                               [user_id, paper_id, value])
-        return old is not None
+        return int(self._writes.run(self._set_signals, self._script_keys(user_id),
+                                    [user_id, value, *paper_ids]))
 
     def remove(self, user_id: str, paper_id: str) -> bool:
         """Forget the signal on a paper; False when there was none."""
         validate_paper_id(paper_id)
-        old = self._writes.run(self._set_signal, self._script_keys(user_id),
-                               [user_id, paper_id, ""])
-        return old is not None
+        return int(self._writes.run(self._set_signals, self._script_keys(user_id),
+                                    [user_id, "", paper_id])) > 0
 
     def get(self, user_id: str) -> list[Feedback]:
         """The user's signals, oldest first."""

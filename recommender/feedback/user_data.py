@@ -9,7 +9,7 @@ counts (``FeedbackStore.erase_user``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -38,9 +38,13 @@ class UserExport:
 
 
 class UserData:
-    def __init__(self, feedback: FeedbackStore, sections: Sequence[UserDataSection]) -> None:
+    def __init__(self, feedback: FeedbackStore, sections: Sequence[UserDataSection],
+                 forget: Sequence[Callable[[str], object]] = ()) -> None:
+        """``forget``: what else erasing a user calls with their id (e.g. the corpus forgets
+        them as an uploader)."""
         self._feedback = feedback
         self._sections = sections
+        self._forget = forget
 
     def export(self, user_id: str) -> UserExport:
         sections: dict[str, Any] = {}
@@ -51,5 +55,8 @@ class UserData:
 
     def erase(self, user_id: str) -> None:
         """Forget the user: feedback, served history, subscription, digest records, rules,
-        feed URL (which then stops working) and browser sessions."""
+        feed URL (which then stops working), browser sessions, and the papers only their
+        uploads brought (``forget``)."""
         self._feedback.erase_user(user_id)
+        for forget in self._forget:
+            forget(user_id)

@@ -64,14 +64,16 @@ class Recommender:
         self._embedder = embedder
         self._context = LiveContext()
 
-    def paper(self, paper_id: str) -> Paper:
+    def paper(self, paper_id: str, viewer: str | None = None) -> Paper:
+        """The paper, as ``viewer`` may see it: a reader's upload not verified yet is there
+        for its uploaders only (``CorpusStore.hidden_from``; None: for nobody)."""
         paper = self._corpus.get(validate_paper_id(paper_id))
-        if paper is None:
+        if paper is None or self._corpus.hidden_from(paper.id, viewer):
             raise NotFound(f"no paper with id {paper_id!r}; ingest it with `paperrec ingest`")
         return paper
 
-    def similar(self, paper_id: str, k: int) -> list[Recommendation]:
-        self.paper(paper_id)
+    def similar(self, paper_id: str, k: int, viewer: str | None = None) -> list[Recommendation]:
+        self.paper(paper_id, viewer)
         index = self._index.get()
         row = index.row(paper_id)
         rows, scores = index.search(index.vectors[row : row + 1], k + 1)
@@ -79,7 +81,9 @@ class Recommender:
                 if r >= 0 and r != row][:k]
         return self._plain(index, hits, "close in content")
 
-    def search(self, query: str, k: int) -> list[Recommendation]:
+    def search(self, query: str, k: int, viewer: str | None = None) -> list[Recommendation]:
+        """The indexed papers closest to the query; for ``viewer``, also the papers they
+        uploaded that are not verified (so not indexed) yet."""
         index = self._index.get()
         encoded = self._embedder.encode([query.strip()])
         if encoded.shape[1] != index.vectors.shape[1]:
@@ -90,7 +94,17 @@ class Recommender:
         vector = centre_query(encoded, index.space.mean)
         rows, scores = index.search(vector, k)
         hits = [(int(r), float(s)) for r, s in zip(rows[0], scores[0], strict=True) if r >= 0]
-        return self._plain(index, hits, f"matches {query.strip()[:60]!r}")
+        reason = f"matches {query.strip()[:60]!r}"
+        uploaded = self._corpus.pending_of(viewer) if viewer else []
+        own_ids, own_vectors = self._cached_vectors(index, uploaded)
+        if not own_ids:
+            return self._plain(index, hits, reason)
+        own = own_vectors @ vector[0]  # the index's score: inner product of centred unit vectors
+        all_ids = index.ids + own_ids
+        hits = sorted(hits + [(len(index.ids) + i, float(s)) for i, s in enumerate(own)],
+                      key=lambda hit: -hit[1])[:k]
+        titles = self._corpus.titles([all_ids[row] for row, _ in hits])
+        return plain(all_ids, hits, titles, reason)
 
     def recommend(
         self,
@@ -150,7 +164,7 @@ class Recommender:
         """Where the paper would rank on the list ``recommend`` gives with these settings
         (ordered by score), its score part by part and what keeps it out (``why_not.py``).
         Records nothing. NotFound for a paper not in the corpus, or not indexed yet."""
-        paper = self.paper(paper_id)
+        paper = self.paper(paper_id, viewer=user_id)
         index, ctx, calibration = self._serving(now)
         request = self._request(user_id, index, now, since, k=k, exclude_served=exclude_served,
                                 min_probability=min_probability)
@@ -191,10 +205,17 @@ class Recommender:
         since the build), from their cached embeddings under the index's model variant;
         papers not embedded yet (or not in the corpus) are left out."""
         missing = [f.paper_id for f in signals if f.signal == "like" and not index.has(f.paper_id)]
+        return self._cached_vectors(index, missing)
+
+    def _cached_vectors(self, index: PaperIndex,
+                        paper_ids: list[str]) -> tuple[list[str], np.ndarray]:
+        """Content-space vectors of papers the index has no row for, from their cached
+        embeddings under the index's model variant; those not embedded yet (or not in the
+        corpus) are left out."""
         dim = index.vectors.shape[1]
-        if not missing or self._embedding_cache is None:
+        if not paper_ids or self._embedding_cache is None:
             return [], np.zeros((0, dim), np.float32)
-        papers = self._corpus.get_many(missing)
+        papers = self._corpus.get_many(paper_ids)
         raw = self._embedding_cache.get(str(index.meta.get("embedding", index.model)),
                                         [paper.content_hash for paper in papers.values()])
         found = [(pid, raw[paper.content_hash]) for pid, paper in papers.items()

@@ -77,6 +77,12 @@ class RedisKeys:
         """Set: the session hashes of one signed-in user (ended when the account is erased)."""
         return self._user(user_id, "web-sessions")
 
+    def uploads(self, user_id: str) -> str:
+        """Hash with expiry: UTC day (2026-12-02) -> papers the user's uploads added to the
+        corpus that day (recommender.feedback.upload_quota). Erasing the user deletes it with
+        the papers only they uploaded."""
+        return self._user(user_id, "uploads")
+
     def _bucket(self, bucket: int, name: str) -> str:
         return f"{self.namespace}:{{b{bucket}}}:{name}"
 
@@ -123,7 +129,7 @@ class RedisKeys:
         """Every key that holds data about one user (for export and erasure)."""
         return [self.feedback(user_id), self.served(user_id), self.subscription(user_id),
                 self.digests(user_id), self.rules(user_id), self.feed(user_id),
-                self.web_sessions(user_id)]
+                self.web_sessions(user_id), self.uploads(user_id)]
 
     def user_write_keys(self, user_id: str) -> list[str]:
         """The user's keys and their bucket's sets and counts: all in one Cluster slot."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Response
 from pydantic import Field
 
-from recommender.core.ids import UserId
+from recommender.core.ids import PaperId, UserId
 from recommender.digest.feed_tokens import FeedUrls
 from recommender.digest.subscriptions import DigestRecord, Subscription
 from recommender.feedback.rules import Rule
@@ -28,6 +28,8 @@ class ExportOut(Answer):
     digests: list[DigestRecord]
     rules: list[Rule]
     feed: FeedUrls | None = Field(description="The private feed URLs, when issued.")
+    uploads: list[PaperId] = Field(description="Papers the user's imports added that are "
+                                               "still theirs alone (not verified yet).")
 
     @classmethod
     def of(cls, export: UserExport) -> ExportOut:

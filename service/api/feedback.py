@@ -42,7 +42,7 @@ def put_feedback(path: UserPaperPath, body: FeedbackBody) -> Reply:
     now = time.time()
     # Only papers in the corpus are rated, under the id the paper is stored under (a paper
     # that arrived twice answers to both ids).
-    paper = components().recommender.paper(path.paper_id)
+    paper = components().recommender.paper(path.paper_id, viewer=path.user_id)
     replaced = components().feedback.set(path.user_id, paper.id, body.signal, now)
     g.feedback_written = body.signal  # counted by service.metrics
     return reply(FeedbackOut(user_id=path.user_id, paper_id=paper.id, signal=body.signal,

@@ -55,7 +55,8 @@ class ImportOut(Answer):
     user_id: UserId
     format: Literal["bibtex", "ris", "csl-json", "ids"]
     matched: list[ImportedEntry] = Field(description="In the corpus already; now liked.")
-    added: list[ImportedEntry] = Field(description="Added to the corpus and liked.")
+    added: list[ImportedEntry] = Field(description="Added to the corpus, for this user alone "
+                                                   "until verified, and liked.")
     already_liked: list[ImportedEntry]
     rejected: list[ImportedEntry]
     liked: int = Field(description="The user's likes after the import.")
@@ -80,7 +81,12 @@ _EXPORT_RESPONSE: dict[str, Any] = {
                        "ids and DOIs one a line), or as the multipart field `file`. Entries "
                        "the corpus holds (by arXiv id, DOI, or title and first author) are "
                        "liked (`matched`); the others are added to the corpus and liked "
-                       "(`added`); each liked paper counts in the next reading list at once. "
+                       "(`added`), as this user's alone: no other user's list, search or feed "
+                       "shows them until the same paper comes from a trusted source (arXiv, "
+                       "OpenReview, an operator's ingest) or an operator approves it "
+                       "(`/v1/imports/review`). Each liked paper counts in the next reading "
+                       "list at once. At most PAPERREC_UPLOADS_PER_DAY papers a day are added "
+                       "for one user; entries past it are `rejected` with the reason. "
                        "Entries with neither title nor id, or with only an id the corpus does "
                        "not hold, are `rejected` with the reason, and the rest imported. "
                        "Importing the same file again changes nothing (`already_liked`). "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from recommender.core.ids import PaperId
+from recommender.core.ids import PaperId, UserId
 from recommender.ranking.explain import Recommendation
 
 from ..state import components
@@ -14,8 +14,12 @@ from .shapes import Answer, K, PaperPath, Strict
 api = area(__name__, tag="papers")
 
 
-class KQuery(Strict):
-    k: K = 10
+READER = ("as this reader sees it: a paper their library import added is theirs alone until "
+          "it is verified (from arXiv, OpenReview, an operator's ingest or review)")
+
+
+class ViewerQuery(Strict):
+    user_id: UserId | None = Field(None, description=READER)
 
 
 class SearchQuery(Strict):
@@ -25,6 +29,12 @@ class SearchQuery(Strict):
                    description="a search text with a visible character, at most 1000 "
                                "characters",
                    json_schema_extra={"example": "federated learning with noisy labels"})
+    k: K = 10
+    user_id: UserId | None = Field(None, description=(
+        "search for this reader: their uploads not verified yet are searched too"))
+
+
+class SimilarQuery(ViewerQuery):
     k: K = 10
 
 
@@ -54,19 +64,19 @@ class SearchResults(Answer):
 
 @api.get("/v1/papers/<path:paper_id>/similar", summary="Papers close in content.",
          responses=answers(SimilarPapers, 404, 503))
-def similar(path: PaperPath, query: KQuery) -> Reply:
-    items = components().recommender.similar(path.paper_id, query.k)
+def similar(path: PaperPath, query: SimilarQuery) -> Reply:
+    items = components().recommender.similar(path.paper_id, query.k, viewer=query.user_id)
     return reply(SimilarPapers(paper_id=path.paper_id, items=items))
 
 
 @api.get("/v1/papers/<path:paper_id>", summary="One paper.", responses=answers(PaperOut, 404))
-def paper(path: PaperPath) -> Reply:
-    found = components().recommender.paper(path.paper_id)
+def paper(path: PaperPath, query: ViewerQuery) -> Reply:
+    found = components().recommender.paper(path.paper_id, viewer=query.user_id)
     return reply(PaperOut.model_validate(found, from_attributes=True))
 
 
 @api.get("/v1/search", summary="Semantic search over titles and abstracts.",
          responses=answers(SearchResults, 503))
 def search(query: SearchQuery) -> Reply:
-    items = components().recommender.search(query.q, query.k)
+    items = components().recommender.search(query.q, query.k, viewer=query.user_id)
     return reply(SearchResults(query=query.q.strip(), items=items))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -87,11 +88,33 @@ def stats(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def review_imports(args: argparse.Namespace, settings: Settings) -> int:
+    corpus = wiring.build(settings).corpus
+    if args.approve or args.reject:
+        approved, rejected = corpus.approve(args.approve), corpus.reject(args.reject)
+        unknown = len(args.approve) + len(args.reject) - approved - rejected
+        print(f"review-imports: {approved} approved (in every reader's lists from the next "
+              f"rebuild-index), {rejected} rejected and deleted"
+              + (f"; {unknown} were not pending papers" if unknown else ""))
+        return 0
+    pending = corpus.pending(args.limit)
+    total = corpus.pending_count()
+    print(f"{total} papers from readers' imports are pending review"
+          + (f" (the oldest {len(pending)} below)" if total > len(pending) else "")
+          + (": approve with --approve ID..., delete with --reject ID..." if total else ""))
+    for paper in pending:
+        added = time.strftime("%Y-%m-%d %H:%M", time.gmtime(paper.added_at))
+        print(f"{paper.id}  {added}  by {', '.join(paper.uploaders) or '(nobody now)'}\n"
+              f"    {paper.title}" + (f"\n    {paper.url}" if paper.url else ""))
+    return 0
+
+
 def render_stats(found: dict[str, Any], data_dir: Path) -> str:
     corpus, index, model, readers = (found["corpus"], found["index"], found["collaborative"],
                                      found["readers"])
     lines = [f"data directory  {data_dir}",
-             f"papers          {corpus['papers']} ({corpus['withdrawn']} withdrawn)"]
+             f"papers          {corpus['papers']} ({corpus['withdrawn']} withdrawn, "
+             f"{corpus['pending']} uploads pending review)"]
     lines += [f"  harvested     {h['source']} {h['set']} up to {h['newest'] or '-'}"
               for h in corpus["harvests"]]
     lines.append(f"index           version {index['version']}: {index['papers']} papers, "

@@ -115,6 +115,22 @@ def _add_corpus(sub: Commands) -> None:
     stats.add_argument("--json", action="store_true", help="as JSON")
     stats.set_defaults(run="corpus:stats")
 
+    review = sub.add_parser(
+        "review-imports", help="approve or reject the papers readers' imports added",
+        description="A paper that only a reader's library import brought is that reader's "
+        "alone: no other reader's list, search or feed shows it until the same paper arrives "
+        "from arXiv, OpenReview or `paperrec ingest`, or an operator approves it here (or on "
+        "the /admin/imports page). Without options: the pending papers, oldest first. "
+        "Approved papers count for every reader from the next rebuild-index; rejected ones "
+        "are deleted.")
+    review.add_argument("--approve", nargs="+", default=[], metavar="ID",
+                        help="verify these papers")
+    review.add_argument("--reject", nargs="+", default=[], metavar="ID",
+                        help="delete these papers")
+    review.add_argument("--limit", type=_count, default=50,
+                        help="how many pending papers to list (50)")
+    review.set_defaults(run="corpus:review_imports")
+
     search = sub.add_parser("search", help="search the papers from the terminal",
                             description="The papers closest in meaning to QUERY, as the "
                             "service's search answers (over the current index).")
@@ -193,8 +209,9 @@ def _add_readers(sub: Commands) -> None:
         "import-library", help="like the papers of a reference manager's export",
         description="Import a BibTeX, RIS or CSL-JSON file (Zotero, Mendeley, ...) or a list "
         "of arXiv ids and DOIs (one a line) as a user's likes, as POST "
-        "/v1/users/ID/library does: papers in the corpus are liked, the others added and "
-        "liked (embedded now with the configured model, so the next reading list counts "
+        "/v1/users/ID/library does: papers in the corpus are liked, the others added (the "
+        "user's alone until verified: `paperrec review-imports`) and liked (embedded now "
+        "with the configured model, so the next reading list counts "
         "them), unreadable entries reported. The format from the extension (.bib, .ris, "
         ".json, .txt) unless --format says.")
     importer.add_argument("file", type=Path, metavar="FILE")

@@ -23,6 +23,7 @@ from ..access import access
 from ..rate_limit import RateLimiter
 from . import (  # noqa: F401  (each declares its views on the blueprint)
     account_pages,
+    admin_pages,
     error_pages,
     library_pages,
     reading,

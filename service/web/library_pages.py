@@ -74,9 +74,10 @@ def summary(report: ImportReport) -> list[str]:
     """What an import did, in sentences (the first few rejections with their reasons)."""
     liked = len(report.matched) + len(report.added)
     lines = [f"Imported: {liked} paper{'s' if liked != 1 else ''} liked "
-             f"({len(report.matched)} found in the collection, {len(report.added)} added to "
-             f"it), {len(report.already_liked)} already liked, {len(report.rejected)} not "
-             f"imported. You like {report.liked} papers now."]
+             f"({len(report.matched)} found in the collection, {len(report.added)} added for "
+             f"you alone until the paper comes from arXiv or OpenReview or an operator "
+             f"approves it), {len(report.already_liked)} already liked, "
+             f"{len(report.rejected)} not imported. You like {report.liked} papers now."]
     for entry in report.rejected[:SHOWN_REJECTIONS]:
         where = f" (line {entry.line})" if entry.line else ""
         lines.append(f"Not imported: {entry.entry}{where}: {entry.reason}")

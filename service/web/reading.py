@@ -129,9 +129,9 @@ def paper(paper_id: str) -> Response:
     user = current_user()
     assert user is not None
     parts = components()
-    found = parts.recommender.paper(paper_id)
+    found = parts.recommender.paper(paper_id, viewer=user)
     try:
-        similar = parts.recommender.similar(found.id, SIMILAR)
+        similar = parts.recommender.similar(found.id, SIMILAR, viewer=user)
     except PaperrecError:  # not indexed yet (an imported paper): no neighbours to show
         similar = []
     state = views([(found.id, found.title, "", None)], user)[0]
@@ -151,7 +151,7 @@ def search() -> Response:
         raise InvalidInput("the search text is longer than 1000 characters")
     results: list[PaperView] = []
     if query:
-        found = components().recommender.search(query, SEARCH_RESULTS)
+        found = components().recommender.search(query, SEARCH_RESULTS, viewer=user)
         results = views([(i.paper_id, i.title, "", None) for i in found], user)
     return page("search.html", active="search", query=query, results=results,
                 here=request.full_path.rstrip("?"))
@@ -166,7 +166,7 @@ def rate(paper_id: str) -> Response:
     assert user is not None
     parts = components()
     action = request.form.get("action", "")
-    found = parts.recommender.paper(paper_id)
+    found = parts.recommender.paper(paper_id, viewer=user)
     now = time.time()
     if action in ("like", "dislike"):
         parts.feedback.set(user, found.id, "like" if action == "like" else "dislike", now)
