@@ -191,8 +191,19 @@ def test_every_repository_path_exists(page: Path) -> None:
     if page.name == "README.md":  # its links and images are paths too (docs/ has mkdocs)
         named += [target for target in re.findall(r"\]\(([^)#\s]+)", page.read_text())
                   if "://" not in target]
-    missing = [path for path in named if not glob.glob(str(ROOT / path.rstrip("/")))]
+    missing = [path for path in named
+               if not glob.glob(str(ROOT / path.split("::")[0].rstrip("/")))]
     assert not missing, f"{where(page)} names paths that do not exist: {missing}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=where)
+def test_every_test_named_exists(page: Path) -> None:
+    """`tests/test_x.py::test_name` in a page (docs/security.md lists the attacks so) is a
+    test of that file."""
+    named = [span.split("::") for span in inline_code(page) if "::" in span]
+    missing = [f"{file}::{test}" for file, test in named
+               if not re.search(rf"^def {re.escape(test)}\(", (ROOT / file).read_text(), re.M)]
+    assert not missing, f"{where(page)} names tests that do not exist: {missing}"
 
 
 def curl_requests(line: str) -> Iterator[tuple[str, str]]:

@@ -344,15 +344,21 @@ def put(client: FlaskClient, user: str, paper: str, signal_: str = "like") -> An
 # --- 2. No acknowledged write lost -----------------------------------------------------------
 
 class WriteStream:
-    """Threads that PUT one like per new user, as fast as the service takes them."""
+    """Threads that PUT one like per new user, as fast as the service takes them; and
+    ``imports`` threads more that import a library of two papers (one the corpus holds, one
+    it adds) per new user: each acknowledged import is two acknowledged likes."""
 
-    def __init__(self, service: Service, papers: list[str], threads: int = 4) -> None:
-        self.service, self.papers = service, papers
+    def __init__(self, service: Service, papers: list[str], threads: int = 4,
+                 imports: int = 0, titles: dict[str, str] | None = None) -> None:
+        self.service, self.papers, self.titles = service, papers, titles or {}
         self.acked: list[tuple[str, str]] = []
+        self.imported = 0  # acknowledged imports
         self.failed = 0
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._threads = [threading.Thread(target=self._run, args=(n,)) for n in range(threads)]
+        self._threads += [threading.Thread(target=self._import, args=(n,))
+                          for n in range(imports)]
 
     def __enter__(self) -> WriteStream:
         for thread in self._threads:
@@ -377,6 +383,34 @@ class WriteStream:
             with self._lock:
                 if 200 <= status < 300:
                     self.acked.append((user, paper))
+                else:
+                    self.failed += 1
+            if status != 200:
+                time.sleep(0.02)
+
+    def _import(self, n: int) -> None:
+        i = 0
+        while not self._stop.is_set():
+            user, known = f"i{n}-{i}", self.papers[i % len(self.papers)]
+            i += 1
+            library = (f"@article{{{known}, title = {{{self.titles[known]}}}}}\n"  # an export's
+                       f"@article{{new{n}x{i}, title = {{Imported paper {n} {i}}}, "
+                       f"abstract = {{Written by the import thread {n}, number {i}.}}}}")
+            request = urllib.request.Request(
+                f"{self.service.base}/v1/users/{user}/library", data=library.encode(),
+                method="POST", headers={"Content-Type": "application/x-bibtex"})
+            try:
+                with urllib.request.urlopen(request, timeout=30) as response:
+                    report = json.loads(response.read())
+                    liked = [item["paper_id"] for key in ("matched", "added")
+                             for item in report[key]]
+                    status = response.status if len(liked) == 2 else 0
+            except (OSError, ValueError, http.client.HTTPException):
+                status, liked = 0, []
+            with self._lock:
+                if status == 200:
+                    self.acked += [(user, paper) for paper in liked]
+                    self.imported += 1
                 else:
                     self.failed += 1
             if status != 200:
@@ -417,7 +451,9 @@ def test_no_acknowledged_write_is_lost_when_redis_and_the_service_are_killed(
     service = Service(service_env(data_dir, private_redis.url, namespace), tmp_path / "serve.log")
     services.append(service)
     service.start()
-    with WriteStream(service, paper_ids(data_dir)) as stream:
+    papers = paper_ids(data_dir)
+    titles = CorpusStore(data_dir / "corpus.sqlite").titles(papers)
+    with WriteStream(service, papers, imports=2, titles=titles) as stream:
         stream.wait_for_more(30)
         private_redis.kill()
         service.kill()
@@ -426,6 +462,7 @@ def test_no_acknowledged_write_is_lost_when_redis_and_the_service_are_killed(
         service.start()
         stream.wait_for_more(30)
     assert stream.failed > failed_before  # the kill did hit writes on their way
+    assert stream.imported > 0  # imports were among the acknowledged writes
     direct = redis.Redis.from_url(private_redis.url, decode_responses=True)
     assert_every_acknowledged_write_is_there(service, stream.acked, direct, namespace)
 
