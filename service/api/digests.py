@@ -1,8 +1,11 @@
-"""A user's email digest: subscribe, read it back, unsubscribe."""
+"""A user's email digest: subscribe, read it back, unsubscribe.
+
+An address is confirmed before any digest goes to it (service/confirmation_mail.py): a client
+key can name any mailbox.
+"""
 
 from __future__ import annotations
 
-import time
 from typing import Literal
 
 from flask import Response
@@ -16,6 +19,7 @@ from recommender.digest.subscriptions import (
     Subscription,
 )
 
+from .. import confirmation_mail
 from ..state import components
 from .area import Reply, answers, area, reply
 from .shapes import JsonInteger, JsonNumber, Strict, UserPath
@@ -36,11 +40,18 @@ class SubscriptionBody(Strict):
 
 @api.put("/v1/users/<user_id>/subscription",
          summary="Subscribe to (or change) the email digest.",
-         responses=answers(Subscription, 503))
+         description=(
+             "No digest goes to an address before it is confirmed. An address that is not "
+             "confirmed yet (a new one, or one still waiting) is sent an email with a link "
+             "whose page confirms it, good once for 7 days; the answer says `confirmed: "
+             "false` until then, and setting it again sends another link. Setting the "
+             "address already confirmed keeps it confirmed. At most 3 confirmation emails "
+             "per user an hour and 5 per address a day: a call that would send one more is "
+             "a 429 and changes nothing."),
+         responses=answers(Subscription, 429, 503))
 def put_subscription(path: UserPath, body: SubscriptionBody) -> Reply:
-    subscription = components().subscriptions.set(path.user_id, body.email, body.frequency,
-                                                  body.max_items, time.time(),
-                                                  body.min_probability)
+    subscription = confirmation_mail.subscribe(path.user_id, body.email, body.frequency,
+                                               body.max_items, body.min_probability)
     return reply(subscription)
 
 
