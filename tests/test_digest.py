@@ -1,45 +1,26 @@
-"""The digest job against a real SMTP server (aiosmtpd) and a real Redis."""
+"""The digest job against a real SMTP server (aiosmtpd: the ``inbox`` fixture) and a real Redis."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aiosmtpd.controller import Controller
 
 from recommender import wiring
 from recommender.core.config import Settings
 from recommender.core.errors import PaperrecError
 from recommender.digest import job as digest
 from recommender.digest.job import DigestSummary
-from replay.server import free_port
 from replay.web_steps import confirm_address
 from service.app import create_app
 from tests.servers import Inbox
 
 NOW = 1_796_000_000.0  # 2026-11-29, a Sunday
 DAY = 86_400.0
-
-
-@pytest.fixture
-def inbox() -> Iterator[Inbox]:
-    handler = Inbox()
-    controller = Controller(handler, hostname="127.0.0.1", port=free_port())
-    controller.start()
-    handler.port = controller.port  # type: ignore[attr-defined]
-    yield handler
-    controller.stop()
-
-
-@pytest.fixture
-def mail_settings(sample_settings: Settings, inbox: Inbox) -> Settings:
-    return sample_settings.replace(smtp_url=f"smtp://127.0.0.1:{inbox.port}",  # type: ignore[attr-defined]
-                                   public_url="http://paperrec.test")
 
 
 def send(settings: Settings, now: float, dry_run_dir: Path | None = None) -> DigestSummary:
