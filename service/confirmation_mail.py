@@ -30,6 +30,9 @@ from .rate_limit import Limit, RateLimiter
 from .state import components
 
 EXTENSION = "paperrec.confirmations"
+# A few per user an hour (a typo, a slow mail server); a few per address a day, whatever the
+# user, since a client key can make as many users as it likes. (The answers say "an hour"
+# and "a day": change them with the windows.)
 PER_USER = Limit(3, 3600)
 PER_ADDRESS = Limit(5, 86400)
 

@@ -12,6 +12,7 @@ from flask import Response
 from pydantic import Field
 
 from recommender.core.errors import NotFound
+from recommender.digest.confirmations import CONFIRMATION_DAYS
 from recommender.digest.subscriptions import (
     DEFAULT_MIN_PROBABILITY,
     EMAIL_PATTERN,
@@ -43,11 +44,12 @@ class SubscriptionBody(Strict):
          description=(
              "No digest goes to an address before it is confirmed. An address that is not "
              "confirmed yet (a new one, or one still waiting) is sent an email with a link "
-             "whose page confirms it, good once for 7 days; the answer says `confirmed: "
-             "false` until then, and setting it again sends another link. Setting the "
-             "address already confirmed keeps it confirmed. At most 3 confirmation emails "
-             "per user an hour and 5 per address a day: a call that would send one more is "
-             "a 429 and changes nothing."),
+             f"whose page confirms it, good once for {CONFIRMATION_DAYS} days; the answer "
+             "says `confirmed: false` until then, and setting it again sends another link. "
+             "Setting the address already confirmed keeps it confirmed. At most "
+             f"{confirmation_mail.PER_USER.requests} confirmation emails per user an hour "
+             f"and {confirmation_mail.PER_ADDRESS.requests} per address a day: a call that "
+             "would send one more is a 429 and changes nothing."),
          responses=answers(Subscription, 429, 503))
 def put_subscription(path: UserPath, body: SubscriptionBody) -> Reply:
     subscription = confirmation_mail.subscribe(path.user_id, body.email, body.frequency,

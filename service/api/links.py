@@ -10,6 +10,7 @@ from flask import Response, g
 from pydantic import BaseModel, Field
 
 from recommender.core.errors import PaperrecError
+from recommender.digest.confirmations import CONFIRMATION_DAYS
 
 from .. import link_pages
 from ..access import access
@@ -68,8 +69,8 @@ class ConfirmationPath(BaseModel):
          description="The email asking an address to confirm a digest subscription links "
                      "here. A GET shows the address and the digest, with a button that POSTs "
                      "to the same URL (mail scanners fetch every link of an email). A used "
-                     "or expired link (7 days) is a 410, one for an address the subscription "
-                     "no longer sends to a 410 too, an altered one a 403.")
+                     f"or expired link ({CONFIRMATION_DAYS} days) is a 410, one for an address "
+                     "the subscription no longer sends to a 410 too, an altered one a 403.")
 @access("open")
 def show_confirmation(path: ConfirmationPath) -> Response:
     try:
