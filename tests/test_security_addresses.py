@@ -218,6 +218,9 @@ def test_the_address_a_reader_signed_in_with_is_confirmed_at_once_another_waits(
     already = web_app.test_client().get(confirmation_path(first))
     assert already.status_code == 200 and "Already confirmed" in already.text
     assert "<button" not in already.text
+    assert post_form(ada, "/digest", "/digest/confirmation").status_code == 303  # a stale tab
+    assert "There is no address waiting for its confirmation." in ada.get("/digest").text
+    assert len(mails(mail_dir)) == signed_in + 3
 
 
 def test_a_client_key_cannot_vouch_for_an_address_by_naming_the_user_after_it(
