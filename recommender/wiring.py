@@ -33,6 +33,7 @@ from recommender.corpus.oai_pmh import OaiPmhClient
 from recommender.corpus.openreview import OpenReviewClient, VenueSummary
 from recommender.corpus.polite_http import DEADLINE_SECONDS
 from recommender.corpus.store import CorpusStore
+from recommender.digest.confirmations import AddressConfirmations
 from recommender.digest.feed_tokens import FeedTokens
 from recommender.digest.feeds import FeedBuilder
 from recommender.digest.job import DigestJob, DigestSummary
@@ -169,6 +170,13 @@ class Paperrec:
     @cached_property
     def link_actions(self) -> LinkActions:
         return LinkActions(self.links, self.subscriptions, self.feedback, self.corpus)
+
+    @cached_property
+    def confirmations(self) -> AddressConfirmations:
+        """The links that confirm a digest address (signed with the links' secret)."""
+        s = self.settings
+        return AddressConfirmations(self.secret, self.redis, self.keys, self.subscriptions,
+                                    s.public_url, s.mail_from)
 
     @cached_property
     def feed_tokens(self) -> FeedTokens:

@@ -1,7 +1,8 @@
 """A reader's steps through the web pages, as their browser takes them, through the Flask test
 client: read a form's CSRF token off its page, ask for a sign-in link, read the link from the
-email the service wrote (``PAPERREC_MAIL_DIR``, the development mailer), follow it. The web
-pages' tests take them, and so does the web page benchmark to sign its reader in."""
+email the service wrote (``PAPERREC_MAIL_DIR``, the development mailer), follow it; confirm a
+digest address by the link of its confirmation email. The web pages' tests take them, and so
+does the web page benchmark to sign its reader in."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
 LINK = re.compile(r"https?://\S+/sign-in/link/\S+")
+CONFIRMATION = re.compile(r"https?://[^/\s]+(/v1/confirmations/\S+)")
+CONFIRMATION_SUBJECT = "Confirm your paperrec digest"
 TOKEN = re.compile(r'name="csrf_token" value="([^"]+)"')
 
 
@@ -59,3 +62,23 @@ def sign_in(client: FlaskClient, address: str, mail_dir: Path) -> None:
     path = link.split("://", 1)[1].split("/", 1)[1]
     response = post_form(client, "/" + path, "/" + path.split("?")[0])
     assert response.status_code == 303, response.text
+
+
+def confirmation_path(message: EmailMessage) -> str:
+    """The path of the link in a confirmation email (``/v1/confirmations/<token>``)."""
+    assert message["Subject"] == CONFIRMATION_SUBJECT, message["Subject"]
+    body = message.get_body(("plain",))
+    assert body is not None
+    found = CONFIRMATION.search(body.get_content())
+    assert found, "no confirmation link in the email"
+    return found[1]
+
+
+def confirm_address(client: FlaskClient, message: EmailMessage) -> None:
+    """Open a confirmation email's link and press the page's button, as the address's
+    reader does: the address is confirmed."""
+    path = confirmation_path(message)
+    shown = client.get(path)
+    assert shown.status_code == 200 and '<form method="post">' in shown.text, shown.text
+    done = client.post(path)
+    assert done.status_code == 200 and "Confirmed" in done.text, done.text

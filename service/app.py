@@ -15,7 +15,7 @@ from recommender import wiring
 from recommender.core.config import Settings
 from recommender.wiring import Paperrec
 
-from . import metrics, page_security, request_limits, web
+from . import confirmation_mail, metrics, page_security, request_limits, web
 from .api import (
     account,
     digests,
@@ -65,6 +65,7 @@ def create_app(settings: Settings | None = None, parts: Paperrec | None = None) 
     app.register_blueprint(docs)
     rate_limits = limits_storage(parts.redis, parts.keys, settings.redis_url)
     web.install(app, parts, rate_limits, exempt=[*api, docs])  # with session, CSRF, limits
+    confirmation_mail.install(app, rate_limits)
     keys = ApiKeys.parse(settings.api_keys, settings.api_keys_file)
     limit = Limit.parse(settings.rate_limit)
     limiter = RateLimiter(rate_limits, limit) if limit else None

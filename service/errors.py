@@ -26,7 +26,8 @@ ERROR_STATUSES = {
     413: "Too large; the message says the limit.",
     414: "The URL is too long (ids are at most 128 characters).",
     415: "A content type this call does not read; the message lists those it does.",
-    429: "Too many requests for this API key; retry after `Retry-After` seconds.",
+    429: "Too many requests for this API key (setting a subscription: too many confirmation "
+         "emails); retry after `Retry-After` seconds.",
     503: "The index or Redis is unavailable; retry after `Retry-After` seconds.",
 }
 

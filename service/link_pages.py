@@ -1,4 +1,4 @@
-"""The pages behind the links of the digest emails.
+"""The pages behind the links of the digest emails and of the confirmation emails.
 
 A GET shows what the link would do and a button (a POST form to the same URL) that does it;
 only the POST records. Mail security scanners fetch every link of an email before its reader
@@ -16,6 +16,7 @@ from flask import Response, render_template
 
 from recommender.core.errors import ExpiredLink, InvalidLink, PaperrecError
 from recommender.digest.link_actions import LinkTarget
+from recommender.digest.subscriptions import Subscription
 
 # The pages hold a capability (the token in their URL) and a person's address: never cached
 # or indexed, never sent on as a referrer, never framed (a framed button invites a click the
@@ -75,6 +76,24 @@ def done(target: LinkTarget) -> Response:
         page = Page("Unsubscribed", "You are unsubscribed: no more paperrec digests will be "
                     "sent to you.")
     return _render(page)
+
+
+def confirmation(subscription: Subscription) -> Response:
+    """What confirming the address would do, with the button that does it. Confirms nothing."""
+    if subscription.confirmed:
+        return _render(Page("Already confirmed", "paperrec digests already go to ",
+                            subscription.email, "."))
+    return _render(Page("Confirm your digest?", f"Send a {subscription.frequency} digest of "
+                        "research papers to ", subscription.email, "?",
+                        "Nothing is sent until you press the button. If you did not ask for "
+                        "it, close this page: no digest goes to an address that was not "
+                        "confirmed.", "Yes, send me the digest"))
+
+
+def confirmed(subscription: Subscription) -> Response:
+    """The address is confirmed."""
+    return _render(Page("Confirmed", "Confirmed: paperrec digests will go to ",
+                        subscription.email, ".", "Every digest has an unsubscribe link."))
 
 
 def error(exc: PaperrecError) -> Response:

@@ -21,6 +21,9 @@ The fixtures, by what a test needs:
 - the service: ``client``, ``app``, ``make_app(settings)``;
 - REST steps: ``like(client, user, paper, signal="like")``,
   ``paper_ids_about(settings, word)``;
+- mail: ``inbox`` (a real SMTP server, aiosmtpd, keeping what it is sent:
+  ``tests.servers.Inbox``), ``mail_settings`` (``sample_settings`` mailing through it, links
+  on ``http://paperrec.test``), ``mail_dir`` (where the app writes its emails with no SMTP);
 - the jobs: ``ingest(settings, files)``, ``rebuild(settings, full=False, embedder=None)``,
   ``train(settings)``;
 - processes (``tests/servers.py``, a plain module): ``Server`` (``paperrec serve``), ``call``
@@ -57,6 +60,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import redis
+from aiosmtpd.controller import Controller
 from flask import Flask
 from flask.testing import FlaskClient
 
@@ -67,6 +71,7 @@ from recommender.embedding.encoders import Embedder, TextEncoder
 from replay.server import free_port
 from replay.web_steps import sign_in
 from service.app import create_app
+from tests.servers import Inbox
 
 # The bundled model only: nothing is fetched from a model hub, whoever runs pytest.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -315,6 +320,26 @@ def paper_ids_about() -> Callable[[Settings, str], list[str]]:
         return [pid for pid in ids if word.lower() in texts[pid].lower()]
 
     return find
+
+
+# --- mail --------------------------------------------------------------------------------------
+
+@pytest.fixture
+def inbox() -> Iterator[Inbox]:
+    """A real SMTP server on a free port; what it is sent is in ``inbox.messages``."""
+    handler = Inbox()
+    controller = Controller(handler, hostname="127.0.0.1", port=free_port())
+    controller.start()
+    handler.port = controller.port  # type: ignore[attr-defined]
+    yield handler
+    controller.stop()
+
+
+@pytest.fixture
+def mail_settings(sample_settings: Settings, inbox: Inbox) -> Settings:
+    """``sample_settings`` sending mail to ``inbox``, its links on http://paperrec.test."""
+    return sample_settings.replace(smtp_url=f"smtp://127.0.0.1:{inbox.port}",  # type: ignore[attr-defined]
+                                   public_url="http://paperrec.test")
 
 
 # --- the web pages ---------------------------------------------------------------------------

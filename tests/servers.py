@@ -30,14 +30,16 @@ PAPERREC = [sys.executable, "-m", "service.cli"]
 
 class Inbox:
     """An aiosmtpd handler that keeps every message it is sent (addresses starting with
-    "refuse" are refused); started by the ``inbox`` fixtures of the tests that mail."""
+    "refuse" are refused, and so are those a test adds to ``closed``: a mailbox closed since
+    it confirmed its digest); started by the ``inbox`` fixtures of the tests that mail."""
 
     def __init__(self) -> None:
         self.messages: list[EmailMessage] = []
+        self.closed: set[str] = set()
 
     async def handle_RCPT(self, server: SMTP, session: Session, envelope: Envelope,  # noqa: N802
                           address: str, options: list[str]) -> str:
-        if address.startswith("refuse"):
+        if address.startswith("refuse") or address in self.closed:
             return "550 5.1.1 no such mailbox"
         envelope.rcpt_tos.append(address)
         return "250 OK"

@@ -1,23 +1,21 @@
-"""The digest job against a real SMTP server (aiosmtpd) and a real Redis."""
+"""The digest job against a real SMTP server (aiosmtpd: the ``inbox`` fixture) and a real Redis."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aiosmtpd.controller import Controller
 
 from recommender import wiring
 from recommender.core.config import Settings
 from recommender.core.errors import PaperrecError
 from recommender.digest import job as digest
 from recommender.digest.job import DigestSummary
-from replay.server import free_port
+from replay.web_steps import confirm_address
 from service.app import create_app
 from tests.servers import Inbox
 
@@ -25,33 +23,24 @@ NOW = 1_796_000_000.0  # 2026-11-29, a Sunday
 DAY = 86_400.0
 
 
-@pytest.fixture
-def inbox() -> Iterator[Inbox]:
-    handler = Inbox()
-    controller = Controller(handler, hostname="127.0.0.1", port=free_port())
-    controller.start()
-    handler.port = controller.port  # type: ignore[attr-defined]
-    yield handler
-    controller.stop()
-
-
-@pytest.fixture
-def mail_settings(sample_settings: Settings, inbox: Inbox) -> Settings:
-    return sample_settings.replace(smtp_url=f"smtp://127.0.0.1:{inbox.port}",  # type: ignore[attr-defined]
-                                   public_url="http://paperrec.test")
-
-
 def send(settings: Settings, now: float, dry_run_dir: Path | None = None) -> DigestSummary:
     """``paperrec digest`` at ``now`` (``--dry-run DIR`` when ``dry_run_dir`` is given)."""
     return wiring.build(settings).send_digests(now, dry_run=dry_run_dir, progress=False)
 
 
-def subscribe(client: Any, user: str, address: str, **extra: Any) -> None:
+def subscribe(client: Any, inbox: Inbox, user: str, address: str, **extra: Any) -> None:
     """Subscribe with every item worth sending (``min_probability`` 0) unless a test sets its
-    own bar: the sample corpus with the hashing embedder says little about probability."""
+    own bar: the sample corpus with the hashing embedder says little about probability. Then
+    the address's reader confirms it: the confirmation email's link, its page's button (the
+    email is taken out of the inbox, which then holds the digests only)."""
     extra.setdefault("min_probability", 0.0)
     response = client.put(f"/v1/users/{user}/subscription", json={"email": address, **extra})
     assert response.status_code == 200, response.json
+    assert response.json["confirmed"] is False
+    [message] = inbox.to(address)
+    inbox.messages.remove(message)
+    confirm_address(client, message)
+    assert client.get(f"/v1/users/{user}/subscription").json["confirmed"] is True
 
 
 def links(message: EmailMessage) -> dict[str, list[str]]:
@@ -69,7 +58,7 @@ def test_a_digest_arrives_with_both_parts_and_working_links(
     client = create_app(mail_settings).test_client()
     fed = paper_ids_about(mail_settings, "federated")
     like(client, "ada", fed[0])
-    subscribe(client, "ada", "ada@example.org", frequency="daily", max_items=5)
+    subscribe(client, inbox, "ada", "ada@example.org", frequency="daily", max_items=5)
 
     summary = send(mail_settings, NOW)
     assert (summary.due, summary.sent, summary.failed) == (1, 1, 0)
@@ -103,7 +92,7 @@ def test_a_second_run_in_the_same_period_sends_nothing(
     mail_settings: Settings, inbox: Inbox
 ) -> None:
     client = create_app(mail_settings).test_client()
-    subscribe(client, "ada", "ada@example.org", frequency="weekly")
+    subscribe(client, inbox, "ada", "ada@example.org", frequency="weekly")
     assert send(mail_settings, NOW).sent == 1
     again = send(mail_settings, NOW + 3600)
     assert again.sent == 0 and again.skipped["already sent this period"] == 1
@@ -124,8 +113,9 @@ def test_a_refused_address_does_not_stop_the_others(
     mail_settings: Settings, inbox: Inbox
 ) -> None:
     client = create_app(mail_settings).test_client()
-    subscribe(client, "bob", "refuse-bob@example.org")
-    subscribe(client, "carol", "carol@example.org")
+    subscribe(client, inbox, "bob", "bob@example.org")
+    subscribe(client, inbox, "carol", "carol@example.org")
+    inbox.closed.add("bob@example.org")  # closed since it confirmed
     summary = send(mail_settings, NOW)
     assert (summary.due, summary.sent, summary.failed) == (2, 1, 1)
     assert len(inbox.to("carol@example.org")) == 1
@@ -136,7 +126,7 @@ def test_a_crashed_job_run_again_sends_each_subscriber_exactly_once(
 ) -> None:
     client = create_app(mail_settings).test_client()
     for user in ("u1", "u2", "u3"):
-        subscribe(client, user, f"{user}@example.org")
+        subscribe(client, inbox, user, f"{user}@example.org")
     real_render = digest.render_digest
     calls = []
 
@@ -157,7 +147,7 @@ def test_a_crashed_job_run_again_sends_each_subscriber_exactly_once(
 
 def test_two_jobs_at_once_do_not_both_send(mail_settings: Settings, inbox: Inbox) -> None:
     client = create_app(mail_settings).test_client()
-    subscribe(client, "ada", "ada@example.org")
+    subscribe(client, inbox, "ada", "ada@example.org")
     other_job = client.application.extensions["paperrec"].subscriptions.lock(60)
     assert other_job.acquire()
     with pytest.raises(PaperrecError, match="another digest job is running"):
@@ -169,7 +159,7 @@ def test_two_jobs_at_once_do_not_both_send(mail_settings: Settings, inbox: Inbox
 
 def test_nothing_new_means_no_email(mail_settings: Settings, inbox: Inbox) -> None:
     client = create_app(mail_settings).test_client()
-    subscribe(client, "ada", "ada@example.org", frequency="daily", max_items=50)
+    subscribe(client, inbox, "ada", "ada@example.org", frequency="daily", max_items=50)
     assert send(mail_settings, NOW).sent == 1
     summary = send(mail_settings, NOW + DAY)
     assert summary.sent == 0 and summary.skipped["nothing new"] == 1
@@ -180,7 +170,7 @@ def test_dry_run_writes_eml_files_and_records_nothing(
     mail_settings: Settings, inbox: Inbox, tmp_path: Path
 ) -> None:
     client = create_app(mail_settings).test_client()
-    subscribe(client, "ada", "ada@example.org")
+    subscribe(client, inbox, "ada", "ada@example.org")
     out = tmp_path / "outbox"
     assert send(mail_settings, NOW, dry_run_dir=out).sent == 1
     [eml] = out.glob("*.eml")
@@ -207,7 +197,7 @@ def test_a_digest_leaves_out_muted_papers_and_puts_followed_ones_first(
     rebuild(mail_settings, embedder=hashing_embedder)
     for user in ("ada", "bob"):
         like(client, user, fed)
-        subscribe(client, user, f"{user}@example.org", frequency="daily", max_items=3)
+        subscribe(client, inbox, user, f"{user}@example.org", frequency="daily", max_items=3)
     for action, value in (("mute", "Jurgen Muller"), ("follow", "Yoshua Bengio")):
         response = client.put(f"/v1/users/ada/rules/{action}/author", json={"value": value})
         assert response.status_code == 200, response.json
@@ -238,9 +228,9 @@ def test_a_quiet_week_sends_nothing_and_the_summary_says_why(
     for user in ("ada", "bob", "cy"):  # cy: the same list through the API
         for paper_id in paper_ids_about(mail_settings, "federated")[:3]:
             like(client, user, paper_id)
-    subscribe(client, "ada", "ada@example.org", frequency="daily", max_items=5,
+    subscribe(client, inbox, "ada", "ada@example.org", frequency="daily", max_items=5,
               min_probability=0.0)
-    subscribe(client, "bob", "bob@example.org", frequency="daily", max_items=5,
+    subscribe(client, inbox, "bob", "bob@example.org", frequency="daily", max_items=5,
               min_probability=1.0)
     assert client.get("/v1/users/bob/subscription").json["min_probability"] == 1.0
 

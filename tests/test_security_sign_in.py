@@ -8,10 +8,8 @@ other values of the spare low bits of the last character, and each gives a new t
 
 from __future__ import annotations
 
-import base64
 import html
 import re
-import string
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,20 +19,7 @@ from flask.testing import FlaskClient
 
 from recommender.core.config import Settings
 from replay.web_steps import ask_for_link, mails, post_form, sign_in_link
-
-ALPHABET = string.ascii_letters + string.digits + "-_"
-
-
-def same_bytes_variants(token: str) -> list[str]:
-    """Other texts of the same token: padded, with skipped characters, and with the last
-    character's spare bits changed (each checked to decode to the very same signature)."""
-    head, _, signature = token.rpartition(".")
-    decoded = base64.urlsafe_b64decode(signature + "=" * (-len(signature) % 4))
-    spare = [f"{head}.{signature[:-1]}{c}" for c in ALPHABET if c != signature[-1]
-             and base64.urlsafe_b64decode(signature[:-1] + c + "=" * (-len(signature) % 4))
-             == decoded]
-    assert spare or len(signature) % 4 == 0, "a signature of this length has spare bits"
-    return [token + "=", token + "==", token + "!!", token + "!*!*", *spare]
+from tests.token_variants import same_bytes_variants
 
 
 def test_a_used_link_in_no_encoding_signs_in_again(

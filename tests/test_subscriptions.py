@@ -35,6 +35,7 @@ def test_a_subscription_is_created_read_and_deleted(client: FlaskClient) -> None
     created = client.put("/v1/users/ada/subscription", json=body).json
     assert {k: created[k] for k in body} == body
     assert created["min_probability"] == DEFAULT_MIN_PROBABILITY  # not given: the default
+    assert created["confirmed"] is False  # until the address follows its email's link
     assert client.get("/v1/users/ada/subscription").json == created
     body["min_probability"] = 0.25
     assert client.put("/v1/users/ada/subscription", json=body).json["min_probability"] == 0.25

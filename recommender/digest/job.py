@@ -1,5 +1,8 @@
 """The digest job: every due subscriber gets one email per period with their new papers.
 
+Only confirmed addresses get a digest (``recommender.digest.confirmations``); a subscription
+still waiting for its confirmation is skipped and counted ("address not confirmed").
+
 Each subscriber is due once per period (a day, or an ISO week) and not sooner than most of a
 period after their last digest. The reading list comes from the same engine as the API, with
 every paper already served to the user left out. A digest is recorded in Redis right after
@@ -90,6 +93,9 @@ class DigestJob:
                 subscription = self.subscriptions.get(user_id)
                 if subscription is None:
                     summary.skipped["not subscribed"] += 1
+                    continue
+                if not subscription.confirmed:  # the address has not agreed to digests
+                    summary.skipped["address not confirmed"] += 1
                     continue
                 self._send_one(mailer, subscription, now, summary)
         finally:

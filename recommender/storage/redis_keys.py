@@ -9,8 +9,8 @@ into ``BUCKETS`` buckets by a stable hash of their id, and the bucket is the key
 the global sets and counts (``paperrec:{b17}:like_counts``, ``:users``, ``:subscribers``) hash
 to one Cluster slot, so a user's write is one Lua script on one node, atomic. The global like
 count of a paper is the sum over the buckets. Keys that are not about one user's data (browser
-sessions by their hash, rate-limit counters, used sign-in links, the digest lock) carry no
-tag and are only ever written one key per command.
+sessions by their hash, rate-limit counters, used sign-in and confirmation links, the digest
+lock) carry no tag and are only ever written one key per command.
 
 ``BUCKETS`` is part of the stored layout (``LAYOUT_VERSION``): changing it means moving every
 user's keys (recommender/feedback/layout.py). 64 buckets spread users over up to 64 Cluster
@@ -56,7 +56,8 @@ class RedisKeys:
         return self._user(user_id, "served")
 
     def subscription(self, user_id: str) -> str:
-        """Hash: email, frequency, max_items, created_at of the user's digest subscription."""
+        """Hash: email, frequency, max_items, min_probability, created_at, confirmed_at ("" while
+        the address waits for its confirmation) of the user's digest subscription."""
         return self._user(user_id, "subscription")
 
     def digests(self, user_id: str) -> str:
@@ -124,6 +125,11 @@ class RedisKeys:
         """String with expiry: a sign-in link that was used (single use), by the SHA-256 of
         its nonce."""
         return f"{self.namespace}:sign-in-used:{nonce_hash}"
+
+    def confirmation_used(self, nonce_hash: str) -> str:
+        """String with expiry: a link confirming a digest address that was used (single use),
+        by the SHA-256 of its nonce."""
+        return f"{self.namespace}:confirmation-used:{nonce_hash}"
 
     def user_keys(self, user_id: str) -> list[str]:
         """Every key that holds data about one user (for export and erasure)."""

@@ -1,14 +1,18 @@
-"""A user's email digest: subscribe, read it back, unsubscribe."""
+"""A user's email digest: subscribe, read it back, unsubscribe.
+
+An address is confirmed before any digest goes to it (service/confirmation_mail.py): a client
+key can name any mailbox.
+"""
 
 from __future__ import annotations
 
-import time
 from typing import Literal
 
 from flask import Response
 from pydantic import Field
 
 from recommender.core.errors import NotFound
+from recommender.digest.confirmations import CONFIRMATION_DAYS
 from recommender.digest.subscriptions import (
     DEFAULT_MIN_PROBABILITY,
     EMAIL_PATTERN,
@@ -16,6 +20,7 @@ from recommender.digest.subscriptions import (
     Subscription,
 )
 
+from .. import confirmation_mail
 from ..state import components
 from .area import Reply, answers, area, reply
 from .shapes import JsonInteger, JsonNumber, Strict, UserPath
@@ -36,11 +41,19 @@ class SubscriptionBody(Strict):
 
 @api.put("/v1/users/<user_id>/subscription",
          summary="Subscribe to (or change) the email digest.",
-         responses=answers(Subscription, 503))
+         description=(
+             "No digest goes to an address before it is confirmed. An address that is not "
+             "confirmed yet (a new one, or one still waiting) is sent an email with a link "
+             f"whose page confirms it, good once for {CONFIRMATION_DAYS} days; the answer "
+             "says `confirmed: false` until then, and setting it again sends another link. "
+             "Setting the address already confirmed keeps it confirmed. At most "
+             f"{confirmation_mail.PER_USER.requests} confirmation emails per user an hour "
+             f"and {confirmation_mail.PER_ADDRESS.requests} per address a day: a call that "
+             "would send one more is a 429 and changes nothing."),
+         responses=answers(Subscription, 429, 503))
 def put_subscription(path: UserPath, body: SubscriptionBody) -> Reply:
-    subscription = components().subscriptions.set(path.user_id, body.email, body.frequency,
-                                                  body.max_items, time.time(),
-                                                  body.min_probability)
+    subscription = confirmation_mail.subscribe(path.user_id, body.email, body.frequency,
+                                               body.max_items, body.min_probability)
     return reply(subscription)
 
 

@@ -1,5 +1,6 @@
-"""The links in digest emails: a page that says what a link does (GET records nothing), and
-its button that does it (no key: the signed token is the credential)."""
+"""The links in the service's emails, a digest's and a confirmation email's: a page that says
+what a link does (GET records nothing), and its button that does it (no key: the signed
+token is the credential)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from flask import Response, g
 from pydantic import BaseModel, Field
 
 from recommender.core.errors import PaperrecError
+from recommender.digest.confirmations import CONFIRMATION_DAYS
 
 from .. import link_pages
 from ..access import access
@@ -55,3 +57,38 @@ def follow_link(path: LinkPath) -> Response:
     if target.claim.action in ("like", "dislike"):
         g.feedback_written = target.claim.action  # counted by service.metrics
     return link_pages.done(target)
+
+
+class ConfirmationPath(BaseModel):
+    token: str = Field(description="A signed token from a confirmation email.")
+
+
+@api.get("/v1/confirmations/<token>", responses=answers(None, 403, 410, 503, html=True),
+         summary="Show which digest address a confirmation email's link confirms (confirms "
+                 "nothing).",
+         description="The email asking an address to confirm a digest subscription links "
+                     "here. A GET shows the address and the digest, with a button that POSTs "
+                     "to the same URL (mail scanners fetch every link of an email). A used "
+                     f"or expired link ({CONFIRMATION_DAYS} days) is a 410, one for an address "
+                     "the subscription no longer sends to a 410 too, an altered one a 403.")
+@access("open")
+def show_confirmation(path: ConfirmationPath) -> Response:
+    try:
+        subscription = components().confirmations.preview(path.token, time.time())
+    except PaperrecError as exc:
+        return link_pages.error(exc)
+    return link_pages.confirmation(subscription)
+
+
+@api.post("/v1/confirmations/<token>", responses=answers(None, 403, 410, 503, html=True),
+          summary="Confirm a digest address (its page's button).",
+          description="Confirms the address the signed token names for its user's digest "
+                      "and uses the link up: it works once, in whatever encoding. The "
+                      "digests start with the next run of the digest job.")
+@access("open")
+def confirm_address(path: ConfirmationPath) -> Response:
+    try:
+        subscription = components().confirmations.confirm(path.token, time.time())
+    except PaperrecError as exc:
+        return link_pages.error(exc)
+    return link_pages.confirmed(subscription)

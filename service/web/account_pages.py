@@ -1,9 +1,11 @@
 """Your digest (subscribe, how often, how many papers or how likely, unsubscribe) and your
 data (download everything stored about you, erase your account).
 
-The digest goes to the address you signed in with: a page cannot send digests to someone
-else's address. Subscriptions are the API's (``recommender.digest.subscriptions``), the export
-and the erasure the API's too (``recommender.feedback.user_data``, the same JSON as
+The digest goes to the address you signed in with unless you give another; another address
+gets a confirmation email first, and no digest until its link is followed (the address you
+signed in with is yours already: confirmed at once). Subscriptions are the API's
+(``service.confirmation_mail``, ``recommender.digest.subscriptions``), the export and the
+erasure the API's too (``recommender.feedback.user_data``, the same JSON as
 ``GET /v1/users/<id>/export``).
 """
 
@@ -20,8 +22,10 @@ from recommender.digest.subscriptions import (
     Frequency,
 )
 
+from .. import confirmation_mail
 from ..api.account import ExportOut
 from ..state import components
+from .accounts import normalise_email
 from .blueprint import (
     back,
     current_email,
@@ -44,6 +48,7 @@ def digest() -> Response:
     assert user is not None
     found = components().subscriptions.get(user)
     return page("digest.html", active="digest", subscription=found,
+                address=found.email if found else current_email(),
                 frequency=found.frequency if found else "weekly",
                 max_items=found.max_items if found else DEFAULT_MAX_ITEMS,
                 min_probability=found.min_probability if found else DEFAULT_MIN_PROBABILITY,
@@ -77,12 +82,30 @@ def subscribe() -> Response:
                         "papers per digest")
     min_probability = optional_float(form, "min_probability", 0.0, 1.0,
                                      "how likely worth reading")
-    subscriptions = components().subscriptions
-    was = subscriptions.get(user)
-    subscriptions.set(user, current_email(), chosen, max_items, time.time(),
-                      DEFAULT_MIN_PROBABILITY if min_probability is None else min_probability)
+    address = normalise_email(form.get("email") or current_email())
+    was = components().subscriptions.get(user)
+    done = confirmation_mail.subscribe(
+        user, address, chosen, max_items,
+        DEFAULT_MIN_PROBABILITY if min_probability is None else min_probability,
+        own_address=address == current_email())
     flash(f"{'Saved' if was else 'Subscribed'}: a {chosen} digest of up to {max_items} papers "
-          f"to {current_email()}.")
+          f"to {address}" + ("." if done.confirmed else
+                             f", once it is confirmed: we sent a link to {address}."))
+    return back("web.digest")
+
+
+@web.post("/digest/confirmation")
+@signed_in
+def send_confirmation_again() -> Response:
+    """Another confirmation email for the address the digest waits on."""
+    user = current_user()
+    assert user is not None
+    found = components().subscriptions.get(user)
+    if found is None or found.confirmed:
+        flash("There is no address waiting for its confirmation.")
+        return back("web.digest")
+    confirmation_mail.send_again(found)
+    flash(f"We sent another link to {found.email}.")
     return back("web.digest")
 
 

@@ -12,9 +12,6 @@ server is set (development).
 from __future__ import annotations
 
 import hashlib
-import logging
-import secrets
-import smtplib
 import time
 from email.message import EmailMessage
 from email.utils import make_msgid
@@ -23,17 +20,15 @@ from urllib.parse import urlsplit
 from flask import Response, current_app, flash, redirect, request, session, url_for
 
 from recommender.core.config import Settings
-from recommender.core.errors import InvalidInput, RateLimited, Unavailable
-from recommender.digest.mailer import Mailer
+from recommender.core.errors import InvalidInput, RateLimited
 from recommender.wiring import Paperrec
 
+from ..mail import send_now
 from ..rate_limit import RateLimiter
 from ..state import components
 from .accounts import normalise_email, web_parts
 from .blueprint import current_user, local_path, page, web
 from .sessions import WebSession
-
-log = logging.getLogger(__name__)
 
 
 @web.get("/sign-in")
@@ -61,7 +56,7 @@ def ask_for_link() -> Response:
     parts = components()
     token = web_parts().sign_in_links.sign(email_address)
     link = parts.settings.public_url + url_for("web.open_link", token=token, next=target)
-    send_sign_in(parts.settings, email_address, link)
+    send_now(parts.settings, sign_in_message(parts.settings, email_address, link), "sign-in")
     return redirect(url_for("web.link_sent"), code=303)  # type: ignore[return-value]
 
 
@@ -134,24 +129,3 @@ def sign_in_message(settings: Settings, email: str, link: str) -> EmailMessage:
         cte="7bit")  # ASCII, the link on one line (also in a dry-run .eml file)
     return message
 
-
-def send_sign_in(settings: Settings, email: str, link: str) -> None:
-    """Send (or, in development, write) the sign-in email; Unavailable when the mail server
-    cannot take it (the reader may try again)."""
-    mailer = Mailer(settings.smtp_url, settings.mail_dry_run_dir)
-    name = (f"sign-in-{time.time_ns()}-{hashlib.sha256(email.encode()).hexdigest()[:12]}-"
-            f"{secrets.token_hex(3)}")
-    try:
-        mailer.send(sign_in_message(settings, email, link), name)
-    except smtplib.SMTPRecipientsRefused:
-        # The answer stays the same as for any address: whether a mailbox exists is the mail
-        # server's to know, not something this page tells.
-        log.info("sign-in email refused by the mail server for its recipient")
-    except (OSError, smtplib.SMTPException) as exc:
-        log.warning("sign-in email not sent: %s", exc)
-        raise Unavailable("the sign-in email could not be sent just now; try again in a "
-                          "minute") from None
-    finally:
-        mailer.close()
-    if mailer.dry_run:
-        log.info("sign-in email written to %s (no SMTP_URL set)", mailer.dry_run_dir)
