@@ -23,6 +23,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import psutil
 import pytest
@@ -68,14 +69,15 @@ def _cmdline(process: psutil.Process) -> list[str]:
 
 
 @pytest.fixture
-def watched() -> Iterator[Callable[[BoundedParser], dict[int, tuple[int, int]]]]:
-    """``watch(parser)``: records, by pid, the niceness and the address-space limit of each
-    child of ``parser`` once it has set them (the nice last), until the test ends."""
+def watched() -> Iterator[Callable[[BoundedParser], dict[int, tuple[int, int, str]]]]:
+    """``watch(parser)``: records, by pid, the niceness, the address-space limit and the
+    scheduling group (``autogroup``, where Linux has them) of each child of ``parser`` once
+    it has set them (the nice last), until the test ends."""
     stop = threading.Event()
     threads = []
 
-    def watch(parser: BoundedParser) -> dict[int, tuple[int, int]]:
-        seen: dict[int, tuple[int, int]] = {}
+    def watch(parser: BoundedParser) -> dict[int, tuple[int, int, str]]:
+        seen: dict[int, tuple[int, int, str]] = {}
 
         def loop() -> None:
             while not stop.is_set():
@@ -86,7 +88,7 @@ def watched() -> Iterator[Callable[[BoundedParser], dict[int, tuple[int, int]]]]
                     except psutil.Error:
                         continue
                     if nice:
-                        seen[pid] = (nice, limit)
+                        seen[pid] = (nice, limit, autogroup(pid))
                 stop.wait(0.01)
 
         thread = threading.Thread(target=loop, daemon=True)
@@ -111,15 +113,26 @@ def test_the_costliest_bibtex_is_refused_at_the_deadline_and_its_child_killed() 
     assert parser.children == [] and children_reading() == []
 
 
+def autogroup(pid: int | str) -> str:
+    """The scheduling group of a process and its nice ("/autogroup-12 nice 19"), or ""."""
+    try:
+        return Path(f"/proc/{pid}/autogroup").read_text().strip()
+    except OSError:
+        return ""
+
+
 def test_the_child_reads_at_nice_19_under_its_memory_cap(
-    watched: Callable[[BoundedParser], dict[int, tuple[int, int]]],
+    watched: Callable[[BoundedParser], dict[int, tuple[int, int, str]]],
 ) -> None:
     limits = ParseLimits(seconds=4, memory=512 * MB)
     parser = BoundedParser(limits)
     seen = watched(parser)
     with contextlib.suppress(TooCostly):  # as the test above: what matters is how it ran
         parser.parse(costliest_bibtex(), "bibtex")
-    assert list(seen.values()) == [(19, limits.memory)]
+    [(nice, memory, group)] = seen.values()
+    assert (nice, memory) == (19, limits.memory)
+    if autogroup("self"):  # nice orders only the processes of one group: its own, at 19
+        assert group.endswith(" nice 19") and group.split()[0] != autogroup("self").split()[0]
     assert children_reading() == []
 
 

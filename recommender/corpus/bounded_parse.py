@@ -36,6 +36,7 @@ can pass for the answer.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -47,6 +48,7 @@ import sys
 import threading
 import traceback
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from recommender.core.errors import (
@@ -112,7 +114,8 @@ class BoundedParser:
         limits = self.limits
         child = subprocess.Popen(
             [sys.executable, "-m", __name__, fmt, repr(limits.seconds), str(limits.memory)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            start_new_session=True)  # a scheduling group of its own: see _child
         with self._lock:
             self._children.add(child.pid)
         late = False
@@ -180,7 +183,14 @@ def _child(argv: list[str]) -> int:
     cpu = int(float(seconds)) + 1  # SIGXCPU a second past the deadline, SIGKILL one more
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    os.nice(NICE - os.nice(0))  # last: a child at nice 19 has its limits
+    # Last, so that a child at nice 19 has its limits. Where Linux groups the processes of a
+    # session to share the CPU between sessions (autogroup), nice only orders the processes
+    # of one group, and a busy child would make its group, the service's, wait its turn
+    # behind the machine's other sessions: so the child leads a session of its own (Popen)
+    # and gives that group nice 19 too.
+    os.nice(NICE - os.nice(0))
+    with contextlib.suppress(OSError):  # no autogroups on this system
+        Path("/proc/self/autogroup").write_text(str(NICE))
     try:
         text = sys.stdin.buffer.read().decode("utf-8", "surrogatepass")
         found = json.dumps({"parsed": dataclasses.asdict(parse_library(text, fmt))},
