@@ -23,12 +23,13 @@ ERROR_STATUSES = {
     403: "This needs an admin API key (for an email link: the link is not valid).",
     404: "Not found; the message says what.",
     410: "The link has expired.",
-    413: "Too large; the message says the limit.",
+    413: "Too large, or too costly to read; the message says the limit.",
     414: "The URL is too long (ids are at most 128 characters).",
     415: "A content type this call does not read; the message lists those it does.",
     429: "Too many requests for this API key (setting a subscription: too many confirmation "
          "emails); retry after `Retry-After` seconds.",
-    503: "The index or Redis is unavailable; retry after `Retry-After` seconds.",
+    503: "The index or Redis is unavailable, or the service is busy; retry after "
+         "`Retry-After` seconds.",
 }
 
 

@@ -112,6 +112,14 @@ class ClusterUnreachable(ClusterUnavailable):
     code = "cluster_unreachable"
 
 
+class Busy(Unavailable):
+    """As many costly jobs as one worker runs at once are running (library files being
+    read): the next waits a little, then is told to come back."""
+
+    code = "busy"
+    retry_after = 15
+
+
 class EmbeddingFailed(Unavailable):
     """A worker process embedding on this machine stopped (killed, out of memory)."""
 
@@ -123,6 +131,15 @@ class TooLarge(PaperrecError):
 
     code = "too_large"
     status = 413
+
+
+class TooCostly(TooLarge):
+    """A file within the size limits that costs more to read than one request may spend
+    (time or memory). 413 as TooLarge, whose cure it shares: send less at once, split the
+    file. Not 422 (content the server cannot process): the same entries in smaller files are
+    read, and a client that splits a file on 413 needs nothing more."""
+
+    code = "too_costly"
 
 
 class UnsupportedFormat(PaperrecError):

@@ -13,12 +13,20 @@ title and first author. ``source_id`` is the entry's own key (BibTeX key, RIS ``
 ``id``): an export of paperrec writes the stored paper id there, so a paper without arXiv
 id, DOI or authors is found again.
 
+What reading a file may cost is bounded: its entries are counted (at most MAX_ENTRIES)
+before any is read, each field has its limit, checked before its LaTeX is decoded, and a
+BibTeX file has a budget of LaTeX to decode and of text to read once its @string macros are
+expanded (``latex_text``); past it, the entries from there on are rejected with the reason.
+The service reads an upload in a process of its own, within a deadline and a memory cap
+(``bounded_parse``).
+
 The writers (the other way) are in ``library_writers``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
 import re
@@ -28,15 +36,15 @@ from typing import Any, Literal
 
 import bibtexparser
 import rispy
-from bibtexparser import middlewares
-from bibtexparser.model import DuplicateBlockKeyBlock, Entry, MiddlewareErrorBlock
-from pylatexenc.latex2text import LatexNodes2Text
+from bibtexparser.middlewares.names import split_multiple_persons_names
+from bibtexparser.model import DuplicateBlockKeyBlock, Entry
 
 from recommender.core.errors import InvalidInput, TooLarge, UnsupportedFormat
 from recommender.core.ids import PAPER_ID_PATTERN
 from recommender.core.matching import words
 from recommender.core.papers import Paper
 from recommender.corpus import identity
+from recommender.corpus.latex_text import Budget, BudgetSpent, plain_text
 
 LibraryFormat = Literal["bibtex", "ris", "csl-json", "ids"]
 FORMATS: tuple[LibraryFormat, ...] = ("bibtex", "ris", "csl-json", "ids")
@@ -65,7 +73,10 @@ _ARXIV_IN_TEXT = re.compile(r"arxiv[:\s]*(\d{4}\.\d{4,5}(?:v\d+)?|[a-z-]+(?:\.[a
                             re.I)
 _ARXIV_DOI = re.compile(r"^10\.48550/arxiv\.(.+)$", re.I)
 _YEAR = re.compile(r"\b(1[5-9]\d\d|2\d\d\d)\b")
-_LATEX = LatexNodes2Text()
+# Where bibtexparser may start a block (an entry, @string, @comment, @preamble): counted before
+# it reads the file, which costs it 1.5 GB and 14 s for 10 MB of short blocks.
+_BLOCK_START = re.compile(r"@\w*[ \t]*[{(]")
+_ENCLOSING_MARK = re.compile(r'(?<!\\)[{}"]')
 
 
 @dataclass
@@ -118,12 +129,14 @@ def parse_library(text: str, fmt: LibraryFormat) -> ParsedLibrary:
     if not text.strip():
         raise InvalidInput("the file is empty: send a BibTeX, RIS or CSL-JSON file, or arXiv "
                            "ids and DOIs one a line")
-    parsed = {"bibtex": _bibtex, "ris": _ris, "csl-json": _csl_json, "ids": _ids}[fmt](text)
-    total = len(parsed.entries) + len(parsed.rejected)
+    return {"bibtex": _bibtex, "ris": _ris, "csl-json": _csl_json, "ids": _ids}[fmt](text)
+
+
+def _at_most_max_entries(total: int) -> None:
+    """TooLarge past MAX_ENTRIES; each format counts its entries before it reads any."""
     if total > MAX_ENTRIES:
         raise TooLarge(f"the file has {total} entries; import at most {MAX_ENTRIES} at once "
                        "(split the file)")
-    return parsed
 
 
 def paper_from(label: str, index: int, line: int | None, *, title: str = "", abstract: str = "",
@@ -186,14 +199,21 @@ def _bibtex(text: str) -> ParsedLibrary:
     # Every block bibtexparser gives up on comes back as a rejection in our words, with its
     # line; its own warning (other line numbers) would only repeat it.
     logging.getLogger("bibtexparser").setLevel(logging.ERROR)
-    library = bibtexparser.parse_string(text, append_middleware=[middlewares.SeparateCoAuthors()])
+    starts = sum(1 for _ in _BLOCK_START.finditer(text))
+    if starts > 2 * MAX_ENTRIES:  # room for as many @string and @comment blocks as entries
+        raise TooLarge(f"the file has {starts} BibTeX blocks (@entries, @string, @comment); "
+                       f"import at most {MAX_ENTRIES} entries at once (split the file)")
+    # Without bibtexparser's middlewares: they would expand every @string macro and copy every
+    # value up front (a 150,000-character macro named in 20,000 entries: 3 GB, 7 minutes);
+    # _Fields does it for the fields read, within the budget.
+    library = bibtexparser.parse_string(text, parse_stack=[])
+    strings = {string.key.lower(): string.value for string in library.strings}
     blocks: list[tuple[int, Entry | None, str, str]] = []  # line, entry, key, problem
     for found in library.entries:
         blocks.append((found.start_line or 0, found, found.key, ""))
     for block in library.failed_blocks:
         kept = getattr(block, "ignore_error_block", None)
-        if isinstance(block, DuplicateBlockKeyBlock | MiddlewareErrorBlock) and isinstance(
-                kept, Entry):
+        if isinstance(block, DuplicateBlockKeyBlock) and isinstance(kept, Entry):
             blocks.append((block.start_line or 0, kept, kept.key, ""))  # read it all the same
         else:
             named = re.match(r"\s*@\w+\s*[{(]\s*([^,\s]*)", block.raw or "")
@@ -201,34 +221,81 @@ def _bibtex(text: str) -> ParsedLibrary:
                            _bibtex_problem(block)))
     if not blocks and text.strip() and "@" in text:
         raise InvalidInput("no BibTeX entry could be read from the file")
+    _at_most_max_entries(len(blocks))
     parsed = ParsedLibrary()
+    budget = Budget()
     for index, (start, entry, key, problem) in enumerate(sorted(blocks, key=lambda b: b[0]), 1):
         line = start + 1
         if entry is None:
             parsed.rejected.append(LibraryRejection(key, index, line, problem))
             continue
-        values = {f.key.lower(): f.value for f in entry.fields}
-        authors = values.get("author", [])
-        if isinstance(authors, str):
-            authors = re.split(r"\s+and\s+", authors)
-        eprint = str(values.get("eprint", ""))
-        prefix = str(values.get("archiveprefix", values.get("eprinttype", ""))).lower()
-        arxiv = eprint if eprint and (prefix == "arxiv" or not prefix) else ""
-        journal = _text(values.get("journal", "")) or _text(values.get("note", ""))
-        in_text = _ARXIV_IN_TEXT.search(journal)
-        year = _year(str(values.get("year", "")))
-        too_long = overflow(str(values.get("title", "")), str(values.get("abstract", "")),
-                            [str(a) for a in authors])
-        if too_long:  # refused before its LaTeX is decoded
-            parsed.rejected.append(LibraryRejection(key[:MAX_AUTHOR], index, line, too_long))
-            continue
-        _add(parsed, paper_from(
-            key, index, line, title=_text(values.get("title", "")),
-            abstract=_text(values.get("abstract", "")), authors=[_text(a) for a in authors],
-            year=year, date=str(values.get("date", "")) or None, doi=str(values.get("doi", "")),
-            arxiv=arxiv or (in_text.group(1) if in_text else ""),
-            url=str(values.get("url", "")) or None, source_id=key))
+        try:
+            _add(parsed, _bibtex_entry(_Fields(entry, strings, budget), key, index, line,
+                                       budget))
+        except BudgetSpent as spent:
+            parsed.rejected.append(LibraryRejection(key[:MAX_AUTHOR], index, line,
+                                                    spent.reason))
     return parsed
+
+
+class _Fields:
+    """An entry's fields as read: a @string macro's value for its name, without the braces or
+    quotes around the whole value, each one's characters taken from the budget."""
+
+    def __init__(self, entry: Entry, strings: dict[str, str], budget: Budget) -> None:
+        self.raw = {f.key.lower(): f.value.strip() for f in entry.fields}
+        self.strings = strings
+        self.budget = budget
+
+    def __getitem__(self, name: str) -> str:
+        value = self.raw.get(name, "")
+        if value and value[0] not in '{"' and not value.isdigit():
+            value = self.strings.get(value.lower(), value).strip()
+        self.budget.take_read(len(value))
+        return _unenclosed(value)
+
+
+def _unenclosed(value: str) -> str:
+    """The value inside the braces or quotes that enclose all of it; not those of a
+    concatenation, ``{a} # {b}`` or ``"a" # "b"``."""
+    if len(value) < 2 or value[0] + value[-1] not in ('{}', '""'):
+        return value
+    braces, depth = value[0] == "{", 0
+    for mark in _ENCLOSING_MARK.finditer(value, 1, len(value) - 1):
+        if mark.group() == "{":
+            depth += 1
+        elif mark.group() == "}":
+            if braces and not depth:  # the opening brace closes before the end
+                return value
+            depth = max(depth - 1, 0)
+        elif not braces and not depth:  # a quote ends the opening one before the end
+            return value
+    return value[1:-1]
+
+
+def _bibtex_entry(fields: _Fields, key: str, index: int, line: int,
+                  budget: Budget) -> LibraryEntry | LibraryRejection:
+    """One entry, its fields' limits checked before their LaTeX is decoded (``latex_text``:
+    BudgetSpent when the file has had all it may)."""
+    budget.check()
+    title, abstract = fields["title"], fields["abstract"]
+    authors = split_multiple_persons_names(fields["author"])
+    too_long = overflow(title, abstract, authors)
+    if too_long:
+        return LibraryRejection(key[:MAX_AUTHOR], index, line, too_long)
+    eprint = fields["eprint"]
+    prefix = (fields["archiveprefix"] or fields["eprinttype"]).lower()
+    arxiv = eprint if eprint and (prefix == "arxiv" or not prefix) else ""
+    # Only searched for an arXiv id: the braces go, no LaTeX is decoded.
+    journal, note = (fields[name].replace("{", "").replace("}", "").strip()
+                     for name in ("journal", "note"))
+    in_text = _ARXIV_IN_TEXT.search(journal or note)
+    return paper_from(
+        key, index, line, title=plain_text(title, budget),
+        abstract=plain_text(abstract, budget), authors=[plain_text(a, budget) for a in authors],
+        year=_year(fields["year"]), date=fields["date"] or None, doi=fields["doi"],
+        arxiv=arxiv or (in_text.group(1) if in_text else ""), url=fields["url"] or None,
+        source_id=key)
 
 
 def _bibtex_problem(block: Any) -> str:
@@ -237,26 +304,16 @@ def _bibtex_problem(block: Any) -> str:
     return "malformed BibTeX entry: " + (reason.splitlines()[0] if reason else "unreadable")
 
 
-def _text(value: Any) -> str:
-    """A BibTeX value as plain text: LaTeX decoded (accents, escapes), braces removed."""
-    value = str(value or "")
-    if not any(c in value for c in "\\{}$%~"):
-        return " ".join(value.split())
-    try:
-        return " ".join(_LATEX.latex_to_text(value).split())
-    except Exception:  # pylatexenc is lenient; never lose an entry over its markup
-        return " ".join(value.replace("{", "").replace("}", "").split())
-
-
 # --- RIS ----------------------------------------------------------------------------------
 _RIS_TAG = re.compile(r"^([A-Z][A-Z0-9])  -( (.*))?$")
 
 
 def _ris_records(text: str) -> Iterator[tuple[int, list[str]]]:
-    """(first line, lines) of each record, from its TY line to its ER line."""
+    """(first line, lines) of each record, from its TY line to its ER line, one record at a
+    time (10 MB of short lines, as a list of records, would take a gigabyte)."""
     start, lines = 0, list[str]()
-    for number, line in enumerate(text.splitlines(), 1):
-        line = line.rstrip("\r").lstrip("\ufeff")
+    for number, raw in enumerate(io.StringIO(text, newline=None), 1):
+        line = raw.rstrip("\n").lstrip("\ufeff")
         if line.startswith("TY  -"):
             if lines:
                 yield start, lines
@@ -274,10 +331,11 @@ def _ris_records(text: str) -> Iterator[tuple[int, list[str]]]:
 
 def _ris(text: str) -> ParsedLibrary:
     parsed = ParsedLibrary()
-    records = list(_ris_records(text))
-    if text.strip() and not any(lines[0].startswith("TY  -") for _, lines in records):
+    if text.strip() and not any(lines[0].startswith("TY  -") for _, lines in
+                                _ris_records(text)):
         raise InvalidInput("no RIS record (a TY line to an ER line) could be read from the file")
-    for index, (line, lines) in enumerate(records, 1):
+    _at_most_max_entries(sum(1 for _ in _ris_records(text)))
+    for index, (line, lines) in enumerate(_ris_records(text), 1):
         label = next((m.group(3) or "" for m in map(_RIS_TAG.match, lines)
                       if m and m.group(1) in ("ID", "TI", "T1")), "")
         if not lines[0].startswith("TY  -") or not lines[-1].startswith("ER  -"):
@@ -320,9 +378,13 @@ def _csl_json(text: str) -> ParsedLibrary:
     except ValueError as exc:
         raise InvalidInput(f"the file is not valid JSON (CSL-JSON is a JSON array of items): "
                            f"{exc}") from None
+    except RecursionError:  # arrays in arrays, thousands deep: no CSL item is
+        raise InvalidInput("the file's JSON is nested too deep to be CSL-JSON (a JSON array "
+                           "of items)") from None
     if not isinstance(items, list):
         raise InvalidInput("CSL-JSON is a JSON array of items; the file holds "
                            f"a {type(items).__name__}")
+    _at_most_max_entries(len(items))
     parsed = ParsedLibrary()
     for index, item in enumerate(items, 1):
         if not isinstance(item, dict):
@@ -367,13 +429,9 @@ def _csl_json(text: str) -> ParsedLibrary:
 # --- a plain list of ids ------------------------------------------------------------------
 def _ids(text: str) -> ParsedLibrary:
     """One arXiv id, DOI or URL of either a line; blank lines and lines from # are skipped."""
+    _at_most_max_entries(sum(1 for _ in _id_lines(text)))
     parsed = ParsedLibrary()
-    index = 0
-    for number, raw in enumerate(text.splitlines(), 1):
-        value = raw.split("#", 1)[0].strip().lstrip("\ufeff")
-        if not value:
-            continue
-        index += 1
+    for index, (number, value) in enumerate(_id_lines(text), 1):
         arxiv, found_doi = identity.arxiv_id(value), identity.doi(value)
         if not arxiv and not found_doi:
             parsed.rejected.append(LibraryRejection(value[:80], index, number,
@@ -381,6 +439,15 @@ def _ids(text: str) -> ParsedLibrary:
             continue
         _add(parsed, paper_from(value, index, number, arxiv=arxiv, doi=found_doi))
     return parsed
+
+
+def _id_lines(text: str) -> Iterator[tuple[int, str]]:
+    """(line number, value) of each line with a value, one line at a time: 10 MB of short
+    lines as a list of strings would take 500 MB."""
+    for number, raw in enumerate(io.StringIO(text, newline=None), 1):
+        value = raw.split("#", 1)[0].strip().lstrip("\ufeff")
+        if value:
+            yield number, value
 
 
 # --- fields -------------------------------------------------------------------------------

@@ -13,12 +13,12 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from recommender.core.errors import InvalidInput, TooLarge
 from recommender.core.ids import UserId
+from recommender.corpus.bounded_parse import parse_upload
 from recommender.corpus.library import (
     CONTENT_TYPES,
     MAX_ENTRIES,
     LibraryFormat,
     format_for,
-    parse_library,
 )
 from recommender.corpus.library_writers import FILE_EXTENSIONS, content_type, write_library
 from recommender.feedback.library import ImportedEntry, ImportReport, liked_papers
@@ -102,7 +102,7 @@ def import_for(user_id: str, text: str, fmt: LibraryFormat) -> ImportReport:
     """Import a library file's text as the user's likes, counted by service.metrics (the API
     and the web Library page)."""
     parts = components()
-    report = parts.import_library(parse_library(text, fmt), user_id, now=time.time())
+    report = parts.import_library(parse_upload(text, fmt), user_id, now=time.time())
     if report.matched or report.added:
         g.feedback_written = "like"
     return report
