@@ -58,7 +58,7 @@ MERMAID_JS := $(VENV)/mermaid-$(MERMAID_VERSION).min.js
 # mkdocs-gen-files print about MkDocs 2, which pyproject.toml keeps out with mkdocs<2.)
 docs: install $(MERMAID_JS)
 	PAPERREC_DOCS_MERMAID=$(MERMAID_JS) NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true \
-	  $(BIN)/mkdocs build --strict --quiet --site-dir site
+	  $(BIN)/mkdocs build --strict --site-dir site
 
 $(MERMAID_JS): | install
 	tmp=$$(mktemp -d) && cd $$tmp && npm pack --silent mermaid@$(MERMAID_VERSION) >/dev/null && \
