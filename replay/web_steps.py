@@ -43,12 +43,17 @@ def mails(mail_dir: Path) -> list[EmailMessage]:
             for p in files]
 
 
-def sign_in_link(message: EmailMessage) -> str:
+def _found_in(message: EmailMessage, pattern: re.Pattern[str], what: str) -> re.Match[str]:
+    """``pattern`` in the plain-text part of the email (it must be there)."""
     body = message.get_body(("plain",))
     assert body is not None
-    found = LINK.search(body.get_content())
-    assert found, "no sign-in link in the email"
-    return found[0]
+    found = pattern.search(body.get_content())
+    assert found, f"no {what} in the email"
+    return found
+
+
+def sign_in_link(message: EmailMessage) -> str:
+    return _found_in(message, LINK, "sign-in link")[0]
 
 
 def ask_for_link(client: FlaskClient, address: str) -> TestResponse:
@@ -67,11 +72,7 @@ def sign_in(client: FlaskClient, address: str, mail_dir: Path) -> None:
 def confirmation_path(message: EmailMessage) -> str:
     """The path of the link in a confirmation email (``/v1/confirmations/<token>``)."""
     assert message["Subject"] == CONFIRMATION_SUBJECT, message["Subject"]
-    body = message.get_body(("plain",))
-    assert body is not None
-    found = CONFIRMATION.search(body.get_content())
-    assert found, "no confirmation link in the email"
-    return found[1]
+    return _found_in(message, CONFIRMATION, "confirmation link")[1]
 
 
 def confirm_address(client: FlaskClient, message: EmailMessage) -> None:

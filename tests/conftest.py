@@ -71,7 +71,7 @@ from recommender.embedding.encoders import Embedder, TextEncoder
 from replay.server import free_port
 from replay.web_steps import sign_in
 from service.app import create_app
-from tests.servers import Inbox
+from tests.servers import Inbox, RedisProcess
 
 # The bundled model only: nothing is fetched from a model hub, whoever runs pytest.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -120,6 +120,15 @@ def namespace(redis_url: str) -> Iterator[str]:
     client = redis.Redis.from_url(redis_url)
     for key in client.scan_iter(f"{name}:*", count=1000):
         client.delete(key)
+
+
+@pytest.fixture
+def private_redis(tmp_path: Path) -> Iterator[RedisProcess]:
+    """A redis-server of the test's own, to kill and restart (``RedisProcess``)."""
+    server = RedisProcess(tmp_path / "redis")
+    server.start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
 """Real processes the tests start: `paperrec serve` as a subprocess, JSON over HTTP to it, an
-SMTP inbox, and the Redis server binary (a free port for them: ``replay.server.free_port``).
+SMTP inbox, a private redis-server to kill (``RedisProcess``), and the Redis server binary
+(a free port for them: ``replay.server.free_port``).
 
 A plain module rather than fixtures: ``Server`` is a class that fixtures in several test
 files make and restart. Fixtures that start a server live in the
@@ -19,10 +20,14 @@ import time
 import urllib.error
 import urllib.request
 from email.message import EmailMessage
+from pathlib import Path
 from typing import Any
 
 import psutil
+import redis
 from aiosmtpd.smtp import SMTP, Envelope, Session
+
+from replay.server import free_port
 
 # `paperrec` as the console script runs it, with this interpreter (so the venv's packages).
 PAPERREC = [sys.executable, "-m", "service.cli"]
@@ -117,3 +122,45 @@ def alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
+
+
+class RedisProcess:
+    """A private redis-server: AOF with fsync before every reply, on a port and dir of its own."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.dir = workdir
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [redis_server_binary(), "--port", str(self.port), "--bind", "127.0.0.1", "--dir",
+             str(self.dir), "--appendonly", "yes", "--appendfsync", "always", "--save", ""],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        client = redis.Redis.from_url(self.url, socket_connect_timeout=1)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                if client.ping():
+                    return
+            except redis.RedisError:
+                time.sleep(0.05)
+        raise AssertionError("redis-server did not start")
+
+    def signal(self, signum: int) -> None:
+        assert self.process is not None
+        self.process.send_signal(signum)
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown, no final fsync."""
+        assert self.process is not None
+        self.process.kill()
+        self.process.wait(10)
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGCONT)
+            self.process.kill()
+            self.process.wait(10)

