@@ -43,8 +43,11 @@ ACTIONS: tuple[Action, ...] = ("follow", "mute")
 RULE_KINDS: tuple[RuleKind, ...] = ("author", "keyword")
 MAX_VALUE_LENGTH = 200  # characters of a value, as given
 MAX_RULES = 100  # rules per user, follows and mutes together
-# A value needs a letter or digit somewhere (Python's regex dialect: the API declares it).
-VALUE_PATTERN = re.compile(r"[^\W_]")
+# A value needs a letter or digit somewhere: an ASCII one, or any character of the Basic
+# Multilingual Plane from Latin-1's letters up (surrogates and private use left out). Written
+# as explicit ranges, not \w, because the API declares this pattern and JSON Schema's ECMA-262
+# dialect reads \w as ASCII only: the server and every client must agree on what matches.
+VALUE_PATTERN = re.compile(r"[0-9A-Za-z\u00c0-\ud7ff\uf900-\uffff]")
 
 # KEYS: the user's rules hash.  ARGV: field, rule JSON, action, MAX_RULES.
 _PUT_RULE = """
@@ -125,7 +128,10 @@ def rule_value(kind: RuleKind, value: str) -> tuple[str, str]:
         raise InvalidInput(f"the {kind} of a rule must be at most {MAX_VALUE_LENGTH} "
                            f"characters, got {len(value)}")
     shown = display_form(value)
-    return shown, author_key(shown) if kind == "author" else " ".join(words(shown))
+    key = author_key(shown) if kind == "author" else " ".join(words(shown))
+    if not words(key):  # e.g. only "×" or "÷": in the pattern's range, yet no word to match
+        raise InvalidInput(f"the {kind} of a rule must have a word to match, got {value!r}")
+    return shown, key
 
 
 def first_match(rules: list[Rule], action: Action, paper: Paper) -> Rule | None:
