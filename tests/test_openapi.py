@@ -133,3 +133,61 @@ def test_the_document_says_which_calls_need_a_key(
     assert recs["security"] == [{"bearer": []}]
     assert {"401", "403", "429"} <= set(recs["responses"])
     assert recs["responses"]["429"]["headers"]["Retry-After"]
+
+
+def _patterns(node: object) -> Iterator[str]:
+    if isinstance(node, dict):
+        if isinstance(node.get("pattern"), str):
+            yield node["pattern"]
+        for value in node.values():
+            yield from _patterns(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _patterns(value)
+
+
+def test_every_pattern_means_the_same_to_the_server_and_to_json_schema(
+        client: FlaskClient) -> None:
+    """The server checks a declared pattern with pydantic (Rust's regex) or, for a rule's value,
+    in the library with Python's ``re``; clients and schemathesis with JSON Schema's ECMA-262
+    dialect (jsonschema_rs), where ``\\w`` is ASCII only: the two must agree on every text."""
+    from recommender.feedback.rules import VALUE_PATTERN
+
+    patterns = sorted(set(_patterns(client.get("/openapi.json").json)))
+    assert VALUE_PATTERN.pattern in patterns and len(patterns) >= 4
+    for pattern in patterns:
+        _server_and_schema_agree(pattern)
+
+
+def _server_and_schema_agree(pattern: str) -> None:
+    """On hand-picked texts, and on what hypothesis makes of the pattern and of any text."""
+    from typing import Annotated
+
+    import jsonschema_rs
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+    from pydantic import StringConstraints, TypeAdapter, ValidationError
+
+    from recommender.feedback.rules import VALUE_PATTERN
+
+    checker = jsonschema_rs.validator_for({"type": "string", "pattern": pattern})
+    pydantic = TypeAdapter(Annotated[str, StringConstraints(pattern=pattern)])
+
+    def server(text: str) -> bool:
+        if pattern == VALUE_PATTERN.pattern:  # the library's own check
+            return VALUE_PATTERN.search(text) is not None
+        try:
+            pydantic.validate_python(text)
+        except ValidationError:
+            return False
+        return True
+
+    def agree(text: str) -> None:
+        assert server(text) == checker.is_valid(text), (pattern, text)
+
+    for text in ["a", "á", "_", "日本", "×", "\U0001F600", "\U000c1038áóú", "\ue000", " ",
+                 "\u00a0", "\ufeff", "ada@example.org", "ada@example.org\n", "Yoshua Bengio", ""]:
+        agree(text)
+    given(st.from_regex(pattern) | st.text(max_size=20))(settings(
+        max_examples=200, deadline=None, database=None,
+        suppress_health_check=list(HealthCheck))(agree))()

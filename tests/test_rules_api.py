@@ -98,6 +98,8 @@ def test_rules_are_put_listed_replaced_and_deleted(client: FlaskClient) -> None:
     ("PUT", "mute/venue", {"value": "X"}, "kind: input should be 'author' or 'keyword'"),
     ("PUT", "mute/author", {"value": ""}, "value must be an author's name or a keyword"),
     ("PUT", "mute/keyword", {"value": " -- "}, "keyword of a rule must have a letter or digit"),
+    ("PUT", "mute/keyword", {"value": "\U000c1038\U0005e2ed"}, "must have a letter or digit"),
+    ("PUT", "mute/author", {"value": "× ÷"}, "author of a rule must have a word to match"),
     ("PUT", "mute/keyword", {"value": "x" * 201}, "value must be an author's name or a keyword"),
     ("PUT", "mute/keyword", {}, "value is required"),
     ("PUT", "mute/keyword", {"value": "x", "colour": "red"}, "unknown field(s): colour"),
