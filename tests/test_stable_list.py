@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
@@ -70,10 +71,29 @@ def test_after_a_like_or_a_dislike_the_list_changes(
 ) -> None:
     fed = paper_ids_about(sample_settings, "federated")
     like(client, "ada", fed[0])
-    before = ids(listing(client, "ada", "k=10"))
-    like(client, "ada", before[0], "dislike")
-    after = ids(listing(client, "ada", "k=10"))
-    assert before[0] not in after and after != before
+    before = listing(client, "ada", "k=10")
+    like(client, "ada", ids(before)[2])
+    liked = listing(client, "ada", "k=10")
+    assert ids(before)[2] not in ids(liked) and liked != before
+    like(client, "ada", ids(liked)[0], "dislike")
+    disliked = ids(listing(client, "ada", "k=10"))
+    assert ids(liked)[0] not in disliked and disliked != ids(liked)
+
+
+def test_the_feed_is_the_same_list_all_day(
+    client: FlaskClient, sample_settings: Settings, like: Like, paper_ids_about: PapersAbout,
+) -> None:
+    like(client, "ada", paper_ids_about(sample_settings, "federated")[0])
+    feed = urlsplit(client.post("/v1/users/ada/feed").json["json"]).path
+
+    def entries() -> list[str]:
+        answer = client.get(feed)
+        assert answer.status_code == 200
+        return [item["id"].removeprefix("urn:paperrec:paper:") for item in answer.json["items"]]
+
+    first = entries()
+    shown = ids(listing(client, "ada", "k=10"))  # the API serves (and records) its list
+    assert entries() == first and first[:10] == shown
 
 
 def test_the_next_day_served_papers_move_down(
