@@ -231,6 +231,10 @@ def test_follow_an_author_from_a_paper_page_see_it_on_rules_remove_it_and_ask_wh
         assert list_ids(page)[0] == "lovelace-1"
         expect(page.locator("ol.papers > li").first).to_contain_text(
             "new from an author you follow: Ada Lovelace")
+        expect(page.locator("ol.papers > li").first.locator("details.rules-menu")
+               ).to_contain_text("More from Ada Lovelace")
+        assert_accessible(chromium, context.cookies(), f"{site.base}/list",
+                          f"{site.base}/papers/lovelace-1")
 
         page.goto(f"{site.base}/papers/lovelace-1")
         page.get_by_role("link", name="Your rules").click()
@@ -252,6 +256,30 @@ def test_follow_an_author_from_a_paper_page_see_it_on_rules_remove_it_and_ask_wh
             "You muted it: category: cs.LG.")
         page.get_by_role("link", name="your list", exact=True).click()
         assert "lovelace-1" not in list_ids(page)
+    finally:
+        context.close()
+
+
+def assert_accessible(chromium: Browser, cookies: Any, *urls: str) -> None:
+    """axe-core finds no serious or critical violation on these pages, and they fit a phone
+    (with the rule forms of a paper with authors and a category: the sample's papers have
+    neither)."""
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    context.add_cookies(cookies)
+    try:
+        tab = context.new_page()
+        for url in urls:
+            tab.goto(url)
+            tab.evaluate("document.querySelectorAll('details').forEach(d => { d.open = true; })")
+            results = Axe().run(tab)
+            serious = [v for v in results.response["violations"]
+                       if v["impact"] in ("serious", "critical")]
+            assert not serious, f"{url}:\n{results.generate_report()}"
+            tab.set_viewport_size({"width": WIDTHS[0], "height": 900})
+            overflow = tab.evaluate(
+                "document.documentElement.scrollWidth - document.documentElement.clientWidth")
+            assert overflow <= 0, f"{url} scrolls sideways by {overflow} px on a phone"
+            tab.set_viewport_size({"width": WIDTHS[-1], "height": 900})
     finally:
         context.close()
 
