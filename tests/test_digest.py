@@ -166,6 +166,22 @@ def test_nothing_new_means_no_email(mail_settings: Settings, inbox: Inbox) -> No
     assert len(inbox.messages) == 1
 
 
+def test_a_digest_leaves_out_what_the_list_served_earlier_the_same_day(
+    mail_settings: Settings, inbox: Inbox
+) -> None:
+    client = create_app(mail_settings).test_client()
+    subscribe(client, inbox, "ada", "ada@example.org", frequency="daily", max_items=5)
+    parts = wiring.build(mail_settings)
+    # The list, ten minutes before (NOW is 53 minutes into its UTC day).
+    morning = parts.recommender.recommend("ada", 5, now=NOW - 600)
+    seen = {item.paper_id for item in morning.items}
+    assert send(mail_settings, NOW).sent == 1
+    served = dict(parts.feedback.served_with_times("ada"))
+    mailed = {pid for pid, at in served.items() if at == NOW}
+    assert len(mailed) == 5 and not mailed & seen  # the list's papers count for a digest
+    assert all(served[pid] == NOW - 600 for pid in seen)  # when first served, kept
+
+
 def test_dry_run_writes_eml_files_and_records_nothing(
     mail_settings: Settings, inbox: Inbox, tmp_path: Path
 ) -> None:

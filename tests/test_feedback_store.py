@@ -68,11 +68,25 @@ def test_an_unreachable_redis_is_reported_as_unavailable(
         store.set("ada", "p1", "like", at=1.0)
 
 
-def test_served_papers_are_remembered_newest_last(store: FeedbackStore) -> None:
+def test_served_papers_are_remembered_with_when_first_served(store: FeedbackStore) -> None:
     store.record_served("ada", ["p1", "p2"], at=10.0)
-    store.record_served("ada", ["p3", "p1"], at=20.0)
-    assert store.for_list("ada").served == ["p2", "p1", "p3"]  # by time served, ties by id
-    assert store.for_list("bob").served == []
+    store.record_served("ada", ["p3", "p1"], at=20.0)  # p1 again: it keeps its first time
+    assert store.for_list("ada").served == {"p1": 10.0, "p2": 10.0, "p3": 20.0}
+    assert list(store.for_list("ada").served) == ["p1", "p2", "p3"]  # oldest first, ties by id
+    assert store.for_list("bob").served == {}
+
+
+def test_not_now_sets_a_paper_aside_until_it_is_put_back(store: FeedbackStore) -> None:
+    store.set_aside("ada", "p1", at=10.0)
+    store.set_aside("ada", "p2", at=20.0)
+    assert store.for_list("ada").set_aside == ["p1", "p2"]
+    assert store.is_set_aside("ada", ["p2", "p3"]) == {"p2"}
+    assert store.for_list("ada").served == {} and store.get("ada") == []  # neither one
+    assert store.put_back("ada", "p1") and not store.put_back("ada", "p1")
+    assert store.set_aside_with_times("ada") == [("p2", 20.0)]
+    assert store.for_list("bob").set_aside == []
+    with pytest.raises(InvalidInput):
+        store.set_aside("ada", "bad id\n", at=1.0)
 
 
 def test_the_served_history_stops_at_its_cap_keeping_the_newest(
@@ -82,14 +96,17 @@ def test_the_served_history_stops_at_its_cap_keeping_the_newest(
                           RedisKeys(namespace), served_history_max=5)
     store.record_served("ada", ["p1", "p2", "p3"], at=10.0)
     store.record_served("ada", ["p4", "p5"], at=20.0)
-    assert store.for_list("ada").served == ["p1", "p2", "p3", "p4", "p5"]  # at the cap
+    def served() -> list[str]:
+        return list(store.for_list("ada").served)
+
+    assert served() == ["p1", "p2", "p3", "p4", "p5"]  # at the cap
     store.record_served("ada", ["p6", "p7"], at=30.0)
-    assert store.for_list("ada").served == ["p3", "p4", "p5", "p6", "p7"]  # the two oldest went
-    store.record_served("ada", ["p3"], at=40.0)  # served again: newest now, nothing dropped
-    assert store.for_list("ada").served == ["p4", "p5", "p6", "p7", "p3"]
+    assert served() == ["p3", "p4", "p5", "p6", "p7"]  # the two oldest went
+    store.record_served("ada", ["p3"], at=40.0)  # served again: it keeps when it was first
+    assert served() == ["p3", "p4", "p5", "p6", "p7"]
     store.record_served("ada", [f"q{i}" for i in range(8)], at=50.0)  # more than the cap at once
-    assert store.for_list("ada").served == ["q3", "q4", "q5", "q6", "q7"]
-    assert store.for_list("bob").served == []
+    assert served() == ["q3", "q4", "q5", "q6", "q7"]
+    assert store.for_list("bob").served == {}
 
 
 def test_the_served_history_cap_must_keep_something(redis_url: str) -> None:

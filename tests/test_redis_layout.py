@@ -62,7 +62,7 @@ def test_an_older_deployment_is_moved_into_the_buckets(redis_url: str, namespace
     feedback, subscriptions = FeedbackStore(client, keys), SubscriptionStore(client, keys)
     assert [(f.paper_id, f.signal) for f in feedback.get("ada")] == [("p1", "like"),
                                                                     ("p2", "dislike")]
-    assert feedback.for_list("ada").served == ["p9"]
+    assert feedback.for_list("ada").served == {"p9": 5.0}
     assert feedback.like_counts() == {"p1": 2, "p3": 1}
     assert sorted(feedback.users()) == ["ada", "bob"]
     assert list(subscriptions.subscribers()) == ["bob"]

@@ -11,7 +11,15 @@ import pytest
 import redis
 
 from recommender.core.errors import InvalidInput
-from recommender.core.matching import author_key, author_matches, fold, keyword_matches, words
+from recommender.core.matching import (
+    author_key,
+    author_matches,
+    category_key,
+    category_matches,
+    fold,
+    keyword_matches,
+    words,
+)
 from recommender.core.papers import Paper
 from recommender.corpus.store import CorpusStore
 from recommender.feedback.rules import MAX_RULES, RuleStore
@@ -19,7 +27,7 @@ from recommender.storage.redis_keys import RedisKeys
 
 GRAPHS = Paper("p-graphs", "Graph-Neural Networks for Straße maps",
                "We study message passing on graphs.", ["Bengio, Yoshua", "Jürgen  Müller"],
-               date="2026-11-01")
+               date="2026-11-01", categories=["cs.LG", "stat.ML"])
 
 
 @pytest.mark.parametrize(("name", "key"), [
@@ -53,6 +61,41 @@ def test_authors_match_whole_names_only() -> None:
 ])
 def test_keywords_match_whole_words_in_title_or_abstract(keyword: str, matches: bool) -> None:
     assert keyword_matches(GRAPHS, words(keyword)) is matches
+
+
+@pytest.mark.parametrize(("category", "matches"), [
+    ("cs.LG", True),
+    ("CS.lg", True),  # case aside
+    (" stat.ML ", True),
+    ("cs", False),  # an archive is not its categories
+    ("cs.L", False),
+    ("LG", False),
+])
+def test_categories_match_one_of_the_papers_categories_whole(category: str,
+                                                             matches: bool) -> None:
+    assert category_matches(GRAPHS, category_key(category)) is matches
+
+
+def test_the_corpus_finds_papers_by_category_and_follows_updates(tmp_path: Path) -> None:
+    corpus = CorpusStore(tmp_path / "corpus.sqlite")
+    other = Paper("p-other", "Protein folding", "Kinetics.", categories=["q-bio.BM"], year=2020)
+    corpus.upsert([GRAPHS, other])
+    assert corpus.papers_in_category("cs.lg") == [("p-graphs", GRAPHS.day)]
+    assert corpus.papers_in_category("cs.lg", since_day=GRAPHS.day + 1) == []
+    assert [pid for pid, _ in corpus.papers_in_category("q-bio.bm")] == ["p-other"]
+    corpus.upsert([Paper("p-graphs", "Trees", "On forests.", categories=["cs.DS"],
+                         date="2026-11-01")])
+    assert corpus.papers_in_category("cs.lg") == []
+    assert [pid for pid, _ in corpus.papers_in_category("cs.ds")] == ["p-graphs"]
+
+
+def test_a_corpus_written_before_category_rules_is_indexed_when_opened(tmp_path: Path) -> None:
+    path = tmp_path / "corpus.sqlite"
+    CorpusStore(path).upsert([GRAPHS])
+    with sqlite3.connect(path) as db:  # as an older paperrec left it: no category index
+        db.execute("DROP TABLE paper_categories")
+    reopened = CorpusStore(path)
+    assert [pid for pid, _ in reopened.papers_in_category("stat.ml")] == ["p-graphs"]
 
 
 def test_the_corpus_finds_papers_by_author_and_by_words_and_follows_updates(
@@ -113,6 +156,9 @@ def test_muting_and_following_name_the_rule_that_matches(rules: RuleStore) -> No
     assert rules.following("ada", GRAPHS).label == "keyword: message passing"  # type: ignore[union-attr]
     assert rules.muting("ada", GRAPHS).label == "author: Jürgen Müller"  # type: ignore[union-attr]
     assert rules.muting("bob", GRAPHS) is None
+    rules.put("bob", "mute", "category", "STAT.ml", now=4.0)
+    assert rules.muting("bob", GRAPHS).label == "category: STAT.ml"  # type: ignore[union-attr]
+    assert rules.remove("bob", "mute", "category", "stat.ML")
 
 
 def test_values_and_the_number_of_rules_are_limited(rules: RuleStore) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -52,10 +53,11 @@ def corpus_with_authors(
     liked = client.get(f"/v1/papers/{fed}").json
     add_papers(sample_settings, tmp_path, ingest, rebuild, hashing_embedder, [
         {"id": "muller-fed", "title": liked["title"], "abstract": liked["abstract"],
-         "authors": ["Jürgen Müller", "Ada Byron"], "date": days_ago(2)},
+         "authors": ["Jürgen Müller", "Ada Byron"], "date": days_ago(2),
+         "categories": "cs.LG stat.ML"},
         {"id": "bengio-new", "title": "Protein folding kinetics in yeast",
          "abstract": "Calorimetry of chaperones.", "authors": ["Yoshua Bengio"],
-         "date": days_ago(3)},
+         "date": days_ago(3), "categories": ["q-bio.BM"]},
         {"id": "bengio-old", "title": "Soil bacteria under drought",
          "abstract": "Field samples from vineyards.", "authors": ["Bengio, Yoshua"],
          "date": days_ago(FOLLOW_WINDOW_DAYS + 400)},
@@ -95,12 +97,12 @@ def test_rules_are_put_listed_replaced_and_deleted(client: FlaskClient) -> None:
 
 @pytest.mark.parametrize(("method", "path", "body", "words"), [
     ("PUT", "block/author", {"value": "X"}, "action: input should be 'follow' or 'mute'"),
-    ("PUT", "mute/venue", {"value": "X"}, "kind: input should be 'author' or 'keyword'"),
-    ("PUT", "mute/author", {"value": ""}, "value must be an author's name or a keyword"),
+    ("PUT", "mute/venue", {"value": "X"}, "kind: input should be 'author', 'keyword' or"),
+    ("PUT", "mute/author", {"value": ""}, "value must be an author's name, a keyword"),
     ("PUT", "mute/keyword", {"value": " -- "}, "keyword of a rule must have a letter or digit"),
     ("PUT", "mute/keyword", {"value": "\U000c1038\U0005e2ed"}, "must have a letter or digit"),
     ("PUT", "mute/author", {"value": "× ÷"}, "author of a rule must have a word to match"),
-    ("PUT", "mute/keyword", {"value": "x" * 201}, "value must be an author's name or a keyword"),
+    ("PUT", "mute/keyword", {"value": "x" * 201}, "value must be an author's name, a keyword"),
     ("PUT", "mute/keyword", {}, "value is required"),
     ("PUT", "mute/keyword", {"value": "x", "colour": "red"}, "unknown field(s): colour"),
     ("DELETE", "mute/keyword", None, "value is required"),
@@ -195,10 +197,30 @@ def test_a_rated_or_already_served_followed_paper_is_not_put_first(
     item = client.get("/v1/users/ada/recommendations?k=1").json["items"][0]
     assert item["paper_id"] == "bengio-new"
     assert item["reason"] == "new on a keyword you follow: protein folding"
+    assert ids(client, "ada", "k=1&exclude_served=true") == ["bengio-new"]  # served today
+    parts = client.application.extensions["paperrec"]  # and a day on:
+    parts.redis.zadd(parts.keys.served("ada"), {"bengio-new": time.time() - 86_400})
     assert "bengio-new" not in ids(client, "ada", "k=1&exclude_served=true")
     like(client, "bob", "bengio-new", "dislike")
     put_rule(client, "follow", "keyword", "protein folding", user="bob")
     assert "bengio-new" not in ids(client, "bob", "k=200")
+
+
+def test_a_category_is_followed_or_muted_as_an_arxiv_category_case_aside(
+    client: FlaskClient, like: Like, corpus_with_authors: dict[str, str]
+) -> None:
+    like(client, "ada", corpus_with_authors["liked"])
+    assert ids(client, "ada", "k=1") == ["muller-fed"]
+    assert put_rule(client, "mute", "category", " CS.lg ")["value"] == "CS.lg"
+    assert "muller-fed" not in ids(client, "ada", "k=200")  # its categories: cs.LG stat.ML
+    put_rule(client, "follow", "category", "q-bio.BM")
+    item = client.get("/v1/users/ada/recommendations?k=1").json["items"][0]
+    assert item["paper_id"] == "bengio-new"
+    assert item["reason"] == "new in a category you follow: q-bio.BM"
+    assert client.delete(f"{RULES}/mute/category?value=cs.lg").status_code == 204
+    assert "muller-fed" in ids(client, "ada", "k=2")
+    none = client.put(f"{RULES}/mute/category", json={"value": "q-bio"})  # no paper: still a rule
+    assert none.status_code == 200 and none.json["created"]
 
 
 def test_export_holds_the_rules_and_erase_removes_them(client: FlaskClient) -> None:

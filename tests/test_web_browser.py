@@ -18,12 +18,15 @@ docs/web-paper.png, docs/link-page.png); otherwise they go to a temporary direct
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import os
 import re
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import feedparser
 import pytest
@@ -46,7 +49,7 @@ pytestmark = [pytest.mark.system, pytest.mark.skipif(
     reason="Debian's chromium is missing at /usr/bin/chromium (.ci/run sees to it)")]
 LINK = re.compile(r"https?://\S+/sign-in/link/\S+")
 PAGES = ["/list", "/papers/{paper}", "/search?q=federated+learning", "/library", "/digest",
-         "/data"]
+         "/data", "/rules", "/papers/{paper}/why-not"]
 WIDTHS = (375, 1280)
 REPO = Path(__file__).resolve().parent.parent
 PapersAbout = Callable[[Settings, str], list[str]]
@@ -196,6 +199,87 @@ def test_the_buttons_work_without_javascript(
         page.locator("ol.papers > li").first.get_by_role("button", name="Not now").click()
         expect(page.locator(".flash")).to_contain_text("aside")
         assert second not in list_ids(page)
+    finally:
+        context.close()
+
+
+def test_follow_an_author_from_a_paper_page_see_it_on_rules_remove_it_and_ask_why_not(
+    chromium: Browser, site: Site, tmp_path: Path, ingest: Callable[..., Any],
+    rebuild: Callable[..., Any], hashing_embedder: Any,
+) -> None:
+    """Without JavaScript: every rule form is a plain POST that comes back to its page."""
+    path = tmp_path / "lovelace.jsonl"
+    day = (dt.datetime.now(dt.UTC).date() - dt.timedelta(days=1)).isoformat()
+    path.write_text(json.dumps({
+        "id": "lovelace-1", "title": "Notes on the analytical engine", "date": day,
+        "abstract": "Bernoulli numbers computed by a machine.",
+        "authors": ["Ada Lovelace", "Charles Babbage"], "categories": ["cs.LG"]}) + "\n")
+    ingest(site.settings, [path])
+    rebuild(site.settings, embedder=hashing_embedder)
+    context = chromium.new_context(java_script_enabled=False)
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    try:
+        sign_in(page, site, "cy@example.org")
+        assert "lovelace-1" not in list_ids(page)[:1]
+        page.goto(f"{site.base}/papers/lovelace-1")
+        page.get_by_role("button", name="More from this author: follow Ada Lovelace").click()
+        expect(page.locator(".flash")).to_contain_text("Following the author \u201cAda Lovelace")
+        assert page.url == f"{site.base}/papers/lovelace-1"
+
+        page.get_by_role("link", name="Your list").click()
+        assert list_ids(page)[0] == "lovelace-1"
+        expect(page.locator("ol.papers > li").first).to_contain_text(
+            "new from an author you follow: Ada Lovelace")
+        expect(page.locator("ol.papers > li").first.locator("details.rules-menu")
+               ).to_contain_text("More from Ada Lovelace")
+        assert_accessible(chromium, context.cookies(), f"{site.base}/list",
+                          f"{site.base}/papers/lovelace-1")
+
+        page.goto(f"{site.base}/papers/lovelace-1")
+        page.get_by_role("link", name="Your rules").click()
+        expect(page.get_by_role("heading", name="Following (1)")).to_be_visible()
+        expect(page.locator("main")).to_contain_text("The author Ada Lovelace")
+        page.get_by_role("button", name="Remove: follow the author Ada Lovelace").click()
+        expect(page.locator(".flash")).to_contain_text("Removed your rule to follow the author")
+        expect(page.get_by_role("heading", name="Following (0)")).to_be_visible()
+        client = redis.Redis.from_url(site.settings.redis_url, decode_responses=True)
+        assert client.hlen(RedisKeys(site.settings.redis_namespace).rules("cy@example.org")) == 0
+
+        page.goto(f"{site.base}/papers/lovelace-1")
+        page.get_by_role("button", name="Mute this category: cs.LG").click()
+        expect(page.locator(".flash")).to_contain_text("Muted the category \u201ccs.LG\u201d")
+        page.get_by_role("link", name="Why is this paper not on my list?").click()
+        expect(page.get_by_role("heading", name="Why is this paper not on my list?")
+               ).to_be_visible()
+        expect(page.locator(".why-not-summary")).to_contain_text(
+            "You muted it: category: cs.LG.")
+        page.get_by_role("link", name="your list", exact=True).click()
+        assert "lovelace-1" not in list_ids(page)
+    finally:
+        context.close()
+
+
+def assert_accessible(chromium: Browser, cookies: Any, *urls: str) -> None:
+    """axe-core finds no serious or critical violation on these pages, and they fit a phone
+    (with the rule forms of a paper with authors and a category: the sample's papers have
+    neither)."""
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    context.add_cookies(cookies)
+    try:
+        tab = context.new_page()
+        for url in urls:
+            tab.goto(url)
+            tab.evaluate("document.querySelectorAll('details').forEach(d => { d.open = true; })")
+            results = Axe().run(tab)
+            serious = [v for v in results.response["violations"]
+                       if v["impact"] in ("serious", "critical")]
+            assert not serious, f"{url}:\n{results.generate_report()}"
+            tab.set_viewport_size({"width": WIDTHS[0], "height": 900})
+            overflow = tab.evaluate(
+                "document.documentElement.scrollWidth - document.documentElement.clientWidth")
+            assert overflow <= 0, f"{url} scrolls sideways by {overflow} px on a phone"
+            tab.set_viewport_size({"width": WIDTHS[-1], "height": 900})
     finally:
         context.close()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -133,11 +134,16 @@ def test_since_and_min_probability_are_named(
     assert fed[2] not in [i["paper_id"] for i in items(client, "ada", "k=40&min_probability=0.99")]
 
 
-def test_served_papers_are_named_when_excluded_and_penalised_otherwise(
+def test_served_papers_count_from_the_next_day_named_when_excluded_penalised_otherwise(
     client: FlaskClient, sample_settings: Settings, like: Like, paper_ids_about: PapersAbout
 ) -> None:
     like(client, "ada", paper_ids_about(sample_settings, "federated")[0])
     first = items(client, "ada", "k=3")[0]
+    today = why_not(client, "ada", first["paper_id"], "k=3&exclude_served=true")
+    assert today["in_list"] and today["rank"] == 1 and today["parts"]["served_penalty"] == 0
+    # Served yesterday: the same paper, a day on (its first-served time, as Redis keeps it).
+    parts = client.application.extensions["paperrec"]
+    parts.redis.zadd(parts.keys.served("ada"), {first["paper_id"]: time.time() - 86_400})
     excluded = why_not(client, "ada", first["paper_id"], "exclude_served=true")
     assert kinds(excluded) == ["served_excluded"] and excluded["parts"]["served_penalty"] == 0
     pushed = why_not(client, "ada", first["paper_id"])
@@ -217,8 +223,8 @@ def test_unknown_papers_unindexed_papers_and_bad_ids(
     bad_k = client.get(f"/v1/users/ada/recommendations/why-not/{paper}?k=0")
     assert bad_k.status_code == 400 and "k must be between 1 and 200" in bad_k.json["error"][
         "message"]
-    offset = client.get(f"/v1/users/ada/recommendations/why-not/{paper}?offset=3")
-    assert offset.status_code == 400 and "unknown query parameter(s): offset" in offset.json[
+    unknown = client.get(f"/v1/users/ada/recommendations/why-not/{paper}?page=3")
+    assert unknown.status_code == 400 and "unknown query parameter(s): page" in unknown.json[
         "error"]["message"]
 
 

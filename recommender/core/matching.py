@@ -15,6 +15,9 @@ one paper with them (``RuleStore.muting``), so a lookup and a check cannot disag
   letters and digits, so case, accents and the punctuation between words do not matter
   ("graph neural" matches "Graph-Neural"), but a part of a word never matches ("graph" does
   not match "graphs").
+- A **category** (arXiv's ``cs.LG``, ``astro-ph.CO``; a venue where a source gives one)
+  matches when one of ``paper.categories`` equals it after ``category_key``: folded,
+  whitespace collapsed ("CS.lg" is "cs.LG").
 """
 
 from __future__ import annotations
@@ -54,6 +57,16 @@ def author_key(name: str) -> str:
     if comma and "," not in first and first.strip():
         folded = f"{first} {last}"
     return " ".join(part for part in _NAME_SEPARATORS.split(folded) if part)
+
+
+def category_key(category: str) -> str:
+    """The form categories are compared in ("cs.LG" -> "cs.lg")."""
+    return " ".join(fold(category).split())
+
+
+def category_matches(paper: Paper, key: str) -> bool:
+    """Whether one of the paper's categories is the category ``key`` (``category_key``)."""
+    return any(category_key(c) == key for c in paper.categories)
 
 
 def has_phrase(text_words: Sequence[str], phrase: Sequence[str]) -> bool:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from recommender.core.matching import author_key, words
+from recommender.core.matching import author_key, category_key, words
 from recommender.core.papers import Paper
 from recommender.corpus import identity
 
@@ -55,6 +55,10 @@ CREATE INDEX IF NOT EXISTS uploads_user ON uploads (user);
 CREATE TABLE IF NOT EXISTS paper_authors (name TEXT NOT NULL, paper TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS paper_authors_name ON paper_authors (name);
 CREATE INDEX IF NOT EXISTS paper_authors_paper ON paper_authors (paper);
+-- name: ``matching.category_key`` of each of a paper's categories (arXiv's cs.LG, a venue)
+CREATE TABLE IF NOT EXISTS paper_categories (name TEXT NOT NULL, paper TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS paper_categories_name ON paper_categories (name);
+CREATE INDEX IF NOT EXISTS paper_categories_paper ON paper_categories (paper);
 -- rowid = papers.rowid; the text is already folded (recommender.core.matching.words)
 CREATE VIRTUAL TABLE IF NOT EXISTS paper_words USING fts5(title, abstract);
 -- Every identifier a paper arrived with (corpus.identity.keys, and "id": the ids of its
@@ -113,10 +117,12 @@ class CorpusStore:
         self._db = sqlite3.connect(path, timeout=30, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
+        had_categories = self._db.execute(
+            "SELECT 1 FROM sqlite_master WHERE name = 'paper_categories'").fetchone() is not None
         self._db.executescript(_SCHEMA)
-        self._migrate()
+        self._migrate(had_categories)
 
-    def _migrate(self) -> None:
+    def _migrate(self, had_categories: bool = True) -> None:
         """Bring a corpus written by an older paperrec up to the current schema."""
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(papers)")}
         if "day" not in columns:  # added with `since` filtering: backfill from the records
@@ -146,6 +152,10 @@ class CorpusStore:
             with self._db:  # added with reader rules: index the authors and words of every paper
                 for rowid, record in self._db.execute("SELECT rowid, record FROM papers"):
                     self._index_for_rules(rowid, Paper.from_dict(json.loads(record)))
+        elif not had_categories:
+            with self._db:  # added with category rules: index the categories of every paper
+                for record, in self._db.execute("SELECT record FROM papers"):
+                    self._index_categories(Paper.from_dict(json.loads(record)))
 
     def close(self) -> None:
         self._db.close()
@@ -304,7 +314,7 @@ class CorpusStore:
         if row is None:
             return 0
         self._db.execute("DELETE FROM paper_words WHERE rowid = ?", (row[0],))
-        for table in ("paper_authors", "identities", "uploads"):
+        for table in ("paper_authors", "paper_categories", "identities", "uploads"):
             self._db.execute(f"DELETE FROM {table} WHERE paper = ?", (paper_id,))
         return self._db.execute("DELETE FROM papers WHERE id = ?", (paper_id,)).rowcount
 
@@ -397,6 +407,13 @@ class CorpusStore:
         self._db.execute("DELETE FROM paper_words WHERE rowid = ?", (rowid,))
         self._db.execute("INSERT INTO paper_words (rowid, title, abstract) VALUES (?, ?, ?)",
                          (rowid, " ".join(words(paper.title)), " ".join(words(paper.abstract))))
+        self._index_categories(paper)
+
+    def _index_categories(self, paper: Paper) -> None:
+        self._db.execute("DELETE FROM paper_categories WHERE paper = ?", (paper.id,))
+        self._db.executemany("INSERT INTO paper_categories VALUES (?, ?)",
+                             [(key, paper.id) for key in
+                              {category_key(c) for c in paper.categories} if key])
 
     def papers_by_author(self, key: str, since_day: float | None = None) -> list[tuple[str, float]]:
         """(id, day or NaN) of the papers with the author ``key`` (``matching.author_key``),
@@ -404,6 +421,14 @@ class CorpusStore:
         return self._ids_and_days(
             "SELECT p.id, p.day FROM paper_authors a JOIN papers p ON p.id = a.paper"
             " WHERE a.name = ? AND p.verified = 1", key, since_day)
+
+    def papers_in_category(self, key: str,
+                           since_day: float | None = None) -> list[tuple[str, float]]:
+        """(id, day or NaN) of the papers in the category ``key`` (``matching.category_key``),
+        only those dated on or after ``since_day`` when it is given."""
+        return self._ids_and_days(
+            "SELECT p.id, p.day FROM paper_categories c JOIN papers p ON p.id = c.paper"
+            " WHERE c.name = ? AND p.verified = 1", key, since_day)
 
     def papers_with_words(self, phrase: list[str],
                           since_day: float | None = None) -> list[tuple[str, float]]:

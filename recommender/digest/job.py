@@ -117,8 +117,10 @@ class DigestJob:
             summary.skipped["sent too recently"] += 1
             return
         summary.due += 1
+        # Everything served before, today's lists included: a digest never repeats a paper.
         reading = self.recommender.recommend(sub.user_id, sub.max_items, now=now,
-                                             exclude_served=True, record=False,
+                                             exclude_served=True, served_before=now,
+                                             record=False,
                                              min_probability=sub.min_probability)
         if not reading.items:
             # A quiet period: new papers there were, none likely enough to be worth an email.

@@ -1,12 +1,13 @@
-"""RuleStore: a reader's rules, in Redis. Follow an author or a keyword (their new papers
-always reach the list, marked as such) or mute one (its papers are never shown).
+"""RuleStore: a reader's rules, in Redis. Follow an author, a keyword or a category (their new
+papers always reach the list, marked as such) or mute one (its papers are never shown).
 
-A rule is (action, kind, value): action ``follow`` or ``mute``, kind ``author`` or
-``keyword``. The value is kept as the reader wrote it, ends stripped and spaces collapsed
-(its display form), and compared in its normalised form (``recommender.core.matching``:
-accents and case folded; "Last, First" read as "First Last"). One author or keyword has one
-rule: following a muted author replaces the mute, as a like replaces a dislike. Putting the
-same rule again changes nothing (it keeps its ``created_at``).
+A rule is (action, kind, value): action ``follow`` or ``mute``, kind ``author``, ``keyword``
+or ``category`` (arXiv's ``cs.LG``, matched against a paper's categories). The value is kept
+as the reader wrote it, ends stripped and spaces collapsed (its display form), and compared
+in its normalised form (``recommender.core.matching``: accents and case folded; "Last,
+First" read as "First Last"). One author, keyword or category has one rule: following a
+muted author replaces the mute, as a like replaces a dislike. Putting the same rule again
+changes nothing (it keeps its ``created_at``).
 
 One hash per user (``RedisKeys.rules``) maps "<kind>:<normalised value>" to the rule as JSON;
 a Lua script checks the cap (``MAX_RULES``) and writes in one step. The rules are part of the
@@ -27,6 +28,8 @@ from recommender.core.errors import InvalidInput
 from recommender.core.matching import (
     author_key,
     author_matches,
+    category_key,
+    category_matches,
     display_form,
     keyword_matches,
     words,
@@ -38,9 +41,9 @@ from recommender.storage.redis_options import redis_errors
 from recommender.storage.redis_writes import UserWrites
 
 Action = Literal["follow", "mute"]
-RuleKind = Literal["author", "keyword"]
+RuleKind = Literal["author", "keyword", "category"]
 ACTIONS: tuple[Action, ...] = ("follow", "mute")
-RULE_KINDS: tuple[RuleKind, ...] = ("author", "keyword")
+RULE_KINDS: tuple[RuleKind, ...] = ("author", "keyword", "category")
 MAX_VALUE_LENGTH = 200  # characters of a value, as given
 MAX_RULES = 100  # rules per user, follows and mutes together
 # A value needs a letter or digit somewhere: an ASCII one, or any character of the Basic
@@ -88,6 +91,8 @@ class Rule:
     def matches(self, paper: Paper) -> bool:
         if self.kind == "author":
             return author_matches(paper, author_key(self.value))
+        if self.kind == "category":
+            return category_matches(paper, category_key(self.value))
         return keyword_matches(paper, words(self.value))
 
     def papers(self, corpus: CorpusStore,
@@ -96,14 +101,16 @@ class Rule:
         only those dated on or after ``since_day`` when it is given."""
         if self.kind == "author":
             return corpus.papers_by_author(author_key(self.value), since_day)
+        if self.kind == "category":
+            return corpus.papers_in_category(category_key(self.value), since_day)
         return corpus.papers_with_words(words(self.value), since_day)
 
 
 @dataclass(frozen=True)
 class RuleChange:
     rule: Rule  # the rule as stored now
-    created: bool  # there was no rule on this author or keyword
-    replaced: bool  # it replaced the other action on the same author or keyword
+    created: bool  # there was no rule on this author, keyword or category
+    replaced: bool  # it replaced the other action on the same one
 
 
 def parse_action(value: object) -> Action:
@@ -117,7 +124,8 @@ def parse_kind(value: object) -> RuleKind:
     for kind in RULE_KINDS:
         if value == kind:
             return kind
-    raise InvalidInput(f'a rule\'s kind must be "author" or "keyword", got {value!r}')
+    raise InvalidInput(f'a rule\'s kind must be "author", "keyword" or "category", '
+                       f'got {value!r}')
 
 
 def rule_value(kind: RuleKind, value: str) -> tuple[str, str]:
@@ -128,7 +136,12 @@ def rule_value(kind: RuleKind, value: str) -> tuple[str, str]:
         raise InvalidInput(f"the {kind} of a rule must be at most {MAX_VALUE_LENGTH} "
                            f"characters, got {len(value)}")
     shown = display_form(value)
-    key = author_key(shown) if kind == "author" else " ".join(words(shown))
+    if kind == "author":
+        key = author_key(shown)
+    elif kind == "category":
+        key = category_key(shown)
+    else:
+        key = " ".join(words(shown))
     if not words(key):  # e.g. only "×" or "÷": in the pattern's range, yet no word to match
         raise InvalidInput(f"the {kind} of a rule must have a word to match, got {value!r}")
     return shown, key
@@ -150,7 +163,8 @@ class RuleStore:
 
     def put(self, user_id: str, action: Action, kind: RuleKind, value: str,
             now: float) -> RuleChange:
-        """Follow or mute an author or keyword; the same rule again changes nothing."""
+        """Follow or mute an author, keyword or category; the same rule again changes
+        nothing."""
         action, kind = parse_action(action), parse_kind(kind)
         shown, key = rule_value(kind, value)
         record = json.dumps({"action": action, "value": shown, "created_at": round(now, 3)})

@@ -5,9 +5,12 @@ replaces the old one; removing deletes it. Per-paper like counts (for popularity
 step by a Lua script, so the two never disagree: the script touches the user's hash and the
 like counts and user set of the user's bucket, all in one Cluster slot (RedisKeys), and the
 count of a paper is the sum over the buckets. Redis failures surface as ``StoreUnavailable``;
-nothing outside this module knows a Redis key. The served log keeps the newest
-``served_history_max`` papers (PAPERREC_SERVED_HISTORY_MAX): it is the one per-user key that
-grows with use (docs/benchmarks/memory.md, "Redis memory per user").
+nothing outside this module knows a Redis key. The served log keeps, for the newest
+``served_history_max`` papers (PAPERREC_SERVED_HISTORY_MAX), when each was *first* served:
+a list pushes a served paper down only from the next UTC day on (``Recommender``), so asking
+again the same day gives the same list. It is the one per-user key that grows with use
+(docs/benchmarks/memory.md, "Redis memory per user"). Papers the reader set aside ("Not now")
+are a key of their own, at most ``SET_ASIDE_MAX``, left out of their lists until put back.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from recommender.storage.redis_options import redis_errors
 from recommender.storage.redis_writes import UserWrites
 
 Signal = Literal["like", "dislike"]
+SET_ASIDE_MAX = 1_000  # papers a reader may have set aside (the newest are kept)
 
 # KEYS: feedback hash, the bucket's like counts and users set.
 # ARGV: user, new value ("" = remove), then the papers it is set on. Returns how many of the
@@ -90,8 +94,9 @@ class ListState:
     """One user's part of a reading list (``FeedbackStore.for_list``)."""
 
     signals: list[Feedback]  # oldest first
-    served: list[str]  # paper ids
+    served: dict[str, float]  # paper id -> unix time first served, oldest first
     rules: list[Rule]
+    set_aside: list[str]  # paper ids the reader set aside ("Not now"), oldest first
 
 
 def _feedback(raw: dict[str, str]) -> list[Feedback]:
@@ -152,14 +157,16 @@ class FeedbackStore:
     def for_list(self, user_id: str) -> ListState:
         """What a reading list reads of the user, in one round trip (one pipeline; the keys
         are the user's, so in one cluster slot): their signals, the papers served to them
-        and their follow and mute rules."""
+        (with when first), their follow and mute rules and the papers they set aside."""
         with redis_errors():
             pipe = self._redis.pipeline(transaction=False)
             pipe.hgetall(self._keys.feedback(user_id))
-            pipe.zrange(self._keys.served(user_id), 0, -1)
+            pipe.zrange(self._keys.served(user_id), 0, -1, withscores=True)
             pipe.hgetall(self._keys.rules(user_id))
-            signals, served, rules = pipe.execute()
-        return ListState(_feedback(signals), served, parse_rules(rules))
+            pipe.zrange(self._keys.set_aside(user_id), 0, -1)
+            signals, served, rules, set_aside = pipe.execute()
+        return ListState(_feedback(signals), {pid: float(at) for pid, at in served},
+                         parse_rules(rules), set_aside)
 
     def signals(self, user_id: str, paper_ids: list[str]) -> dict[str, Signal]:
         """The user's like or dislike of each of these papers that has one (one HMGET: a page
@@ -196,16 +203,47 @@ class FeedbackStore:
         return likes
 
     def record_served(self, user_id: str, paper_ids: list[str], at: float) -> None:
-        """Remember what was shown to the user, so later lists can push it down. Only the
-        newest ``served_history_max`` papers are kept, trimmed in the same transaction."""
+        """Remember what was shown to the user, so later lists can push it down: when it was
+        first served (serving it again keeps that time). Only the ``served_history_max``
+        papers first served last are kept, trimmed in the same transaction."""
         if not paper_ids:
             return
         key = self._keys.served(user_id)
         with redis_errors():
             pipe = self._redis.pipeline(transaction=True)
-            pipe.zadd(key, {pid: at for pid in paper_ids})
+            pipe.zadd(key, {pid: at for pid in paper_ids}, nx=True)
             pipe.zremrangebyrank(key, 0, -self._served_max - 1)  # keep the newest only
             pipe.execute()
+
+    def set_aside(self, user_id: str, paper_id: str, at: float) -> None:
+        """"Not now": the paper leaves the reader's lists until they put it back (the newest
+        ``SET_ASIDE_MAX`` are kept, trimmed in the same transaction)."""
+        key = self._keys.set_aside(user_id)
+        with redis_errors():
+            pipe = self._redis.pipeline(transaction=True)
+            pipe.zadd(key, {validate_paper_id(paper_id): at})
+            pipe.zremrangebyrank(key, 0, -SET_ASIDE_MAX - 1)
+            pipe.execute()
+
+    def put_back(self, user_id: str, paper_id: str) -> bool:
+        """Undo "Not now"; False when the paper was not set aside."""
+        with redis_errors():
+            return bool(self._redis.zrem(self._keys.set_aside(user_id),
+                                         validate_paper_id(paper_id)))
+
+    def set_aside_with_times(self, user_id: str) -> list[tuple[str, float]]:
+        """The papers the reader set aside, with when, oldest first."""
+        with redis_errors():
+            return cast(list[tuple[str, float]], self._redis.zrange(
+                self._keys.set_aside(user_id), 0, -1, withscores=True))
+
+    def is_set_aside(self, user_id: str, paper_ids: list[str]) -> frozenset[str]:
+        """Which of these papers the reader set aside (one ZMSCORE)."""
+        if not paper_ids:
+            return frozenset()
+        with redis_errors():
+            scores = self._redis.zmscore(self._keys.set_aside(user_id), paper_ids)
+        return frozenset(pid for pid, at in zip(paper_ids, scores, strict=True) if at is not None)
 
     def users(self) -> Iterator[str]:
         """Every user who has given feedback, bucket by bucket."""

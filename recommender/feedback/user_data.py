@@ -33,7 +33,8 @@ class Served:
 class UserExport:
     user_id: str
     feedback: list[Feedback]
-    served: list[Served]
+    served: list[Served]  # when each paper was first served
+    set_aside: list[Served]  # the papers set aside ("Not now"), with when
     sections: dict[str, Any]  # each further store's fields, e.g. subscription and digests
 
 
@@ -51,12 +52,13 @@ class UserData:
         for section in self._sections:
             sections.update(section.export_user(user_id))
         served = [Served(pid, at) for pid, at in self._feedback.served_with_times(user_id)]
-        return UserExport(user_id, self._feedback.get(user_id), served, sections)
+        set_aside = [Served(pid, at) for pid, at in self._feedback.set_aside_with_times(user_id)]
+        return UserExport(user_id, self._feedback.get(user_id), served, set_aside, sections)
 
     def erase(self, user_id: str) -> None:
-        """Forget the user: feedback, served history, subscription, digest records, rules,
-        feed URL (which then stops working), browser sessions, and the papers only their
-        uploads brought (``forget``)."""
+        """Forget the user: feedback, served history, papers set aside, subscription, digest
+        records, rules, feed URL (which then stops working), browser sessions, and the papers
+        only their uploads brought (``forget``)."""
         self._feedback.erase_user(user_id)
         for forget in self._forget:
             forget(user_id)

@@ -110,9 +110,10 @@ def explain(ids: list[str], ctx: RankingContext, ranked: Ranked,
 
 def followed(paper_id: str, titles: Mapping[str, str], rule_kind: str, rule_value: str,
              score: float, probability: float) -> Recommendation:
-    """A new paper of an author or keyword the reader follows, put first by their rule;
-    ``probability``: the model's, as for any item."""
-    where = "from an author" if rule_kind == "author" else "on a keyword"
+    """A new paper of an author, keyword or category the reader follows, put first by their
+    rule; ``probability``: the model's, as for any item."""
+    where = {"author": "from an author", "category": "in a category"}.get(
+        rule_kind, "on a keyword")
     return Recommendation(paper_id, _title(titles, paper_id), round(score, 4),
                           f"new {where} you follow: {rule_value}",
                           [FollowedRule(f"{rule_kind}: {rule_value}")],

@@ -8,10 +8,11 @@ shows the first, and the second come before the model's ranking (``page``). The 
 serves the API and the digests.
 
 A followed paper is put first when it is new: dated on or after the list's ``since``, or,
-when the list has no ``since``, within the last ``FOLLOW_WINDOW_DAYS`` days before ``now``
-(papers without a date are never new). It is left out when the reader rated it, muted it
-(a mute wins over a follow), or, with ``exclude_served``, was already served it. Followed
-papers come newest first, then the model's ranking without them, ``k`` in all.
+when the list has no ``since``, within the ``FOLLOW_WINDOW_DAYS`` days before the UTC day of
+``now`` (the same all day; papers without a date are never new). It is left out when the
+reader rated it, muted it (a mute wins over a follow), set it aside, or, with
+``exclude_served``, was already served it. Followed papers come newest first, then the
+model's ranking without them, ``k`` in all.
 """
 
 from __future__ import annotations
@@ -36,11 +37,13 @@ class RulePlan:
 
 def plan_rules(corpus: CorpusStore, index: PaperIndex, rules: list[Rule], *, now: float,
                since_day: float | None, never: np.ndarray) -> RulePlan:
-    """``never``: rows that may not be put first (rated, or served when those are left out).
+    """``never``: rows that may not be put first (rated, set aside, or served when those are
+    left out).
     ``rules`` oldest first: a paper matched by two follow rules is marked with the older."""
     muted = {index.row(pid) for rule in rules if rule.action == "mute"
              for pid, _ in rule.papers(corpus) if index.has(pid)}
-    new_since = now / DAY_SECONDS - FOLLOW_WINDOW_DAYS if since_day is None else since_day
+    new_since = (now // DAY_SECONDS - FOLLOW_WINDOW_DAYS if since_day is None
+                 else since_day)
     excluded = muted | {int(r) for r in never}
     found: dict[int, tuple[float, Rule]] = {}
     for rule in rules:

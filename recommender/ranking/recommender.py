@@ -31,10 +31,10 @@ from recommender.ranking.collaborative import CollaborativeModel
 from recommender.ranking.context import LiveContext, RankingContext
 from recommender.ranking.explain import Recommendation, explain, followed, plain
 from recommender.ranking.rank import Ranked, rank
-from recommender.ranking.reader_rules import plan_rules
+from recommender.ranking.reader_rules import DAY_SECONDS, plan_rules
 from recommender.ranking.request import ListRequest
 from recommender.ranking.scoring import score
-from recommender.ranking.why_not import WhyNot, why_not
+from recommender.ranking.why_not import LIST_DEPTH, WhyNot, why_not
 from recommender.storage.versions import LiveVersion
 
 
@@ -117,18 +117,29 @@ class Recommender:
         since: dt.date | None = None,
         exclude_served: bool = False,
         min_probability: float = 0.0,
+        include_set_aside: bool = False,
+        served_before: float | None = None,
         record: bool = True,
     ) -> ReadingList:
-        """The user's reading list; ``record`` remembers it as served (the API does; a digest
-        records only what it mailed). The user's rules apply (``reader_rules``): muted papers
-        never appear, new papers of followed authors and keywords come first. Each item has
-        its calibrated ``probability``; the model's items below ``min_probability`` are left
-        out (the list is then shorter than ``k``; followed papers always stay, and a list
-        without likes is not cut: all its items have the same, base-rate probability)."""
+        """The user's reading list; ``record`` remembers it as served (the API and the list
+        page do; a digest records only what it mailed). The user's rules apply
+        (``reader_rules``): muted papers never appear, new papers of followed authors and
+        keywords come first. Each item has its calibrated ``probability``; the model's items
+        below ``min_probability`` are left out (the list is then shorter than ``k``; followed
+        papers always stay, and a list without likes is not cut: all its items have the same,
+        base-rate probability).
+
+        The same list all day (UTC): papers count as served (pushed down, or left out with
+        ``exclude_served``) when first served before ``served_before``, by default the start
+        of the UTC day of ``now`` (``day_start``), so what a list serves moves down the next
+        day, not on the next call. Papers the reader set aside are left out unless
+        ``include_set_aside``. Asking again with the next ``offset`` continues the list."""
         index, ctx, calibration = self._serving(now)
         request = self._request(user_id, index, now, since, k=k, offset=offset,
                                 diversity=diversity, exclude_served=exclude_served,
-                                min_probability=min_probability)
+                                min_probability=min_probability,
+                                include_set_aside=include_set_aside,
+                                served_before=served_before)
         ranked = rank(ctx, request)
         put_first, _, _ = request.page()
         all_ids = index.ids
@@ -157,19 +168,28 @@ class Recommender:
         *,
         now: float,
         k: int = 20,
+        offset: int = 0,
+        diversity: float | None = None,
         since: dt.date | None = None,
         exclude_served: bool = False,
         min_probability: float = 0.0,
+        include_set_aside: bool = False,
     ) -> WhyNot:
-        """Where the paper would rank on the list ``recommend`` gives with these settings
-        (ordered by score), its score part by part and what keeps it out (``why_not.py``).
-        Records nothing. NotFound for a paper not in the corpus, or not indexed yet."""
+        """Where the paper stands on the list ``recommend`` gives with these settings (the
+        same request: the page ``offset``, ``k``, its diversity), its score part by part and
+        what keeps it out (``why_not.py``). Records nothing. NotFound for a paper not in the
+        corpus, or not indexed yet."""
         paper = self.paper(paper_id, viewer=user_id)
         index, ctx, calibration = self._serving(now)
-        request = self._request(user_id, index, now, since, k=k, exclude_served=exclude_served,
-                                min_probability=min_probability)
+        request = self._request(user_id, index, now, since, k=k, offset=offset,
+                                diversity=diversity, exclude_served=exclude_served,
+                                min_probability=min_probability,
+                                include_set_aside=include_set_aside)
         row = index.row(paper.id)  # NotFound, saying to rebuild the index
-        return why_not(ctx, request, paper, row, calibration=calibration,
+        # The model's part of the list from its start, as ``recommend`` ranks it, down to this
+        # page's end or deeper (to say where a paper after the page stands).
+        listed = rank(ctx, replace(request, offset=0, k=max(offset + k, LIST_DEPTH))).rows
+        return why_not(ctx, request, paper, row, listed, calibration=calibration,
                        titles=self._corpus.titles, user_id=user_id)
 
     def _serving(self, now: float) -> tuple[PaperIndex, RankingContext, Calibration]:
@@ -183,21 +203,27 @@ class Recommender:
 
     def _request(self, user_id: str, index: PaperIndex, now: float, since: dt.date | None, *,
                  k: int, offset: int = 0, diversity: float | None = None,
-                 exclude_served: bool, min_probability: float) -> ListRequest:
-        """The user's list as asked, made from one read of their feedback, served papers and
-        rules, over ``index``."""
+                 exclude_served: bool, min_probability: float, include_set_aside: bool,
+                 served_before: float | None = None) -> ListRequest:
+        """The user's list as asked, made from one read of their feedback, served papers,
+        rules and papers set aside, over ``index``; served: first served before
+        ``served_before`` (by default the start of the UTC day of ``now``)."""
         state = self._feedback.for_list(user_id)
         signals = state.signals
         liked, disliked = _rows(index, signals, "like"), _rows(index, signals, "dislike")
-        served = index.rows_of(state.served)
+        cutoff = day_start(now) if served_before is None else served_before
+        served = index.rows_of(pid for pid, at in state.served.items() if at < cutoff)
+        set_aside = index.rows_of([] if include_set_aside else state.set_aside)
         since_day = None if since is None else float(since.toordinal() - EPOCH)
         plan = plan_rules(self._corpus, index, state.rules, now=now, since_day=since_day, never=(
-            np.concatenate([liked, disliked] + ([served] if exclude_served else []))))
+            np.concatenate([liked, disliked, set_aside]
+                           + ([served] if exclude_served else []))))
         unindexed_ids, liked_vectors = self._unindexed_likes(index, signals)
         return ListRequest(liked, k, disliked=disliked, offset=offset, diversity=diversity,
-                           served=served, exclude_served=exclude_served, since_day=since_day,
-                           min_probability=min_probability, plan=plan, rules=tuple(state.rules),
-                           liked_vectors=liked_vectors, unindexed_ids=tuple(unindexed_ids))
+                           served=served, exclude_served=exclude_served, set_aside=set_aside,
+                           since_day=since_day, min_probability=min_probability, plan=plan,
+                           rules=tuple(state.rules), liked_vectors=liked_vectors,
+                           unindexed_ids=tuple(unindexed_ids))
 
     def _unindexed_likes(self, index: PaperIndex,
                          signals: list[Feedback]) -> tuple[list[str], np.ndarray]:
@@ -229,6 +255,12 @@ class Recommender:
                reason: str) -> list[Recommendation]:
         titles = self._corpus.titles([index.ids[row] for row, _ in hits])
         return plain(index.ids, hits, titles, reason)
+
+
+def day_start(now: float) -> float:
+    """The start of the UTC day of ``now`` (unix time): papers served since then are not
+    "served" yet for the lists of that day."""
+    return now - now % DAY_SECONDS
 
 
 def _rows(index: PaperIndex, signals: list[Feedback], signal: Signal) -> np.ndarray:

@@ -34,8 +34,11 @@ class ListRequest:
     offset: int = 0  # where the page starts in the whole list
     # MMR's trade-off (``diversity.mmr``); None: 0, or COLD_START_DIVERSITY without likes.
     diversity: float | None = None
-    served: np.ndarray = field(default_factory=no_rows)  # rows served to the reader before
+    # Rows served to the reader before (``Recommender``: before the UTC day began, so a list
+    # asked for again the same day is the same list; a digest: before now).
+    served: np.ndarray = field(default_factory=no_rows)
     exclude_served: bool = False  # served rows left out (else pushed down: SERVED_PENALTY)
+    set_aside: np.ndarray = field(default_factory=no_rows)  # rows the reader set aside: left out
     since_day: float | None = None  # only papers dated on or after (days since 1970-01-01)
     min_probability: float = 0.0  # the model's items below it are left out (``recommend``)
     plan: RulePlan = field(default_factory=no_rules)  # muted rows, followed rows put first
@@ -48,7 +51,7 @@ class ListRequest:
     unindexed_ids: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        for name in ("liked", "disliked", "served"):
+        for name in ("liked", "disliked", "served", "set_aside"):
             object.__setattr__(self, name, np.asarray(getattr(self, name), dtype=np.int64))
 
     @property
@@ -67,9 +70,10 @@ class ListRequest:
         return self.plan.followed[first], model_offset, model_k
 
     def left_out(self, ctx: RankingContext, rows: np.ndarray) -> np.ndarray:
-        """Which of ``rows`` the list never shows: rated, blocked by a rule, served (when
-        served papers are left out), or dated before ``since_day`` (unknown dates too)."""
-        out = np.isin(rows, np.concatenate([self.liked, self.disliked,
+        """Which of ``rows`` the list never shows: rated, set aside, blocked by a rule, served
+        (when served papers are left out), or dated before ``since_day`` (unknown dates
+        too)."""
+        out = np.isin(rows, np.concatenate([self.liked, self.disliked, self.set_aside,
                                             np.asarray(self.plan.blocked, np.int64)]))
         if self.exclude_served:
             out |= np.isin(rows, self.served)

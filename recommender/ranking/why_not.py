@@ -2,14 +2,14 @@
 keeps it out, in words and as data.
 
 ``why_not`` is pure (no Redis, no clock): ``Recommender.why_not`` builds the same
-``ListRequest`` as ``Recommender.recommend`` (rated and served rows, the reader's rules, the
-list's settings) and hands it here with the context, so the answer is about the list those
-settings give, ordered by score (diversity 0).
+``ListRequest`` as ``Recommender.recommend`` (rated, served and set-aside rows, the reader's
+rules, the list's settings: page, length, diversity) and ranks that list down to the page's
+end, so the answer is about the very list the reader looks at.
 
-The rank is where the paper would stand if nothing kept it out: after the papers a rule puts
-first, 1 + the papers the list may show that score strictly higher. Over an exact index every
-paper is counted; over an approximate one the candidates of a list ``ESTIMATE_DEPTH`` deep
-(``rank_is_estimate``).
+The rank of a paper on that list is its place there. Of a paper not on it, where it would
+stand if nothing kept it out: after the papers a rule puts first, 1 + the papers the list may
+show that score strictly higher. Over an exact index every paper is counted; over an
+approximate one the candidates of a list ``ESTIMATE_DEPTH`` deep (``rank_is_estimate``).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from recommender.core.papers import EPOCH, Paper
 from recommender.feedback.rules import first_match
 from recommender.ranking.calibration import Calibration
 from recommender.ranking.context import RankingContext
+from recommender.ranking.diversity import COLD_START_DIVERSITY
 from recommender.ranking.explain import (
     Reason,
     Recommendation,
@@ -40,6 +41,7 @@ from recommender.ranking.request import ListRequest
 from recommender.ranking.scoring import Scores, nearest_likes, score
 
 ESTIMATE_DEPTH = 200  # over an approximate index, rank among the candidates of this deep a list
+LIST_DEPTH = 100  # why-not finds a paper's place on the list this deep (or to the page's end)
 
 Titles = Callable[[list[str]], Mapping[str, str]]  # paper ids -> their titles
 
@@ -68,6 +70,26 @@ class Muted:
 class ServedExcluded:
     kind: Literal["served_excluded"] = field(default="served_excluded", kw_only=True)
     detail: str
+
+
+@dataclass(frozen=True)
+class SetAside:
+    kind: Literal["set_aside"] = field(default="set_aside", kw_only=True)
+    detail: str
+
+
+@dataclass(frozen=True)
+class EarlierPage:
+    kind: Literal["earlier_page"] = field(default="earlier_page", kw_only=True)
+    detail: str
+    offset: Annotated[int, Field(description="Where the page asked about starts.")]
+
+
+@dataclass(frozen=True)
+class Diversity:
+    kind: Literal["diversity"] = field(default="diversity", kw_only=True)
+    detail: str
+    diversity: Annotated[float, Field(description="The list's diversity.")]
 
 
 @dataclass(frozen=True)
@@ -102,14 +124,16 @@ class Outranked:
     kind: Literal["outranked"] = field(default="outranked", kw_only=True)
     detail: str
     rank: int
-    k: int
+    k: Annotated[int, Field(description="The list's length down to the page's end (offset "
+                                        "+ k).")]
     kth_score: Annotated[float, Field(description="The score of the list's k-th item.")]
     score: float  # this paper's
     gap: Annotated[float, Field(description="How much more it would need to be k-th.")]
 
 
-Blocker = Annotated[Liked | Disliked | Muted | ServedExcluded | BeforeSince
-                    | BelowMinProbability | CloseToDisliked | Outranked,
+Blocker = Annotated[Liked | Disliked | Muted | ServedExcluded | SetAside | BeforeSince
+                    | BelowMinProbability | EarlierPage | Diversity | CloseToDisliked
+                    | Outranked,
                     Field(discriminator="kind")]
 
 
@@ -133,15 +157,16 @@ class WhyNot:
     user_id: UserId
     paper_id: PaperId
     title: str
-    k: Annotated[int, Field(description="The list length asked about.")]
+    k: Annotated[int, Field(description="The length of the page asked about.")]
+    offset: Annotated[int, Field(description="Where that page starts on the list.")]
     rank: Annotated[int, Field(ge=1, description=(
-        "Where it would stand on the list with these settings (ordered by score) if nothing "
-        "kept it out: after the papers a follow rule puts first, 1 + the papers the list may "
-        "show that score higher."))]
+        "Its place on the list with these settings when it is on it (down to the page's "
+        "end); else where it would stand if nothing kept it out: after the papers a follow "
+        "rule puts first, 1 + the papers the list may show that score higher."))]
     rank_is_estimate: Annotated[bool, Field(description=(
         "True over an approximate (HNSW) index: counted among the candidates of a deep list."))]
-    in_list: Annotated[bool, Field(description="Whether it is among the k items the user gets "
-                                               "now.")]
+    in_list: Annotated[bool, Field(description="Whether it is among the k items of the page "
+                                               "the user gets now.")]
     score: float  # the model's score (the list's order)
     probability: Annotated[float, Field(ge=0, le=1, description=(
         "How likely this user finds it worth reading (calibrated on held-out likes)."))]
@@ -156,14 +181,16 @@ class WhyNot:
         field(default_factory=list))
 
 
-def why_not(ctx: RankingContext, request: ListRequest, paper: Paper, row: int, *,
-            calibration: Calibration, titles: Titles,
+def why_not(ctx: RankingContext, request: ListRequest, paper: Paper, row: int,
+            listed: np.ndarray, *, calibration: Calibration, titles: Titles,
             user_id: str) -> WhyNot:
-    """The answer for the paper at index ``row`` on the list ``request`` asks for; ``titles``
-    reads the titles of papers by id (for the reasons). Likes not indexed yet count in the
-    scores, not in the reasons."""
-    k = request.k
-    everyone = score(ctx, request, want=max(k, ESTIMATE_DEPTH))
+    """The answer for the paper at index ``row`` on the page ``request`` asks for; ``listed``
+    is the model's part of the list from its start (after the papers a rule puts first) down
+    to that page's end or deeper (``LIST_DEPTH``), as ``rank`` gave it; ``titles`` reads the
+    titles of papers by id (for the reasons). Likes not indexed yet count in the scores, not
+    in the reasons."""
+    k, end = request.k, request.offset + request.k
+    everyone = score(ctx, request, want=max(end, ESTIMATE_DEPTH))
     mine = _own_scores(ctx, request, row, everyone)
     total = float(mine.total[0])
     probability = float(calibration.probability(mine.total / mine.scale, request.likes)[0])
@@ -171,16 +198,39 @@ def why_not(ctx: RankingContext, request: ListRequest, paper: Paper, row: int, *
     hidden = request.left_out(ctx, everyone.rows) | (everyone.rows == row)
     others = np.sort(everyone.total[~hidden])[::-1]  # the model's papers the list may show
     first = [r for r, _ in request.plan.followed]
-    rank, item = _placed(ctx, request, mine, paper, probability, first, others, titles)
+    by_score, item = _placed(ctx, request, mine, paper, probability, first, others, titles)
+    at = np.flatnonzero(np.asarray(listed) == row)
+    on_list = row in first or bool(len(at))
+    # On the list: its place there (diversity may have moved it); else where its score is.
+    rank = len(first) + int(at[0]) + 1 if len(at) else by_score
     blockers = _kept_out(ctx, request, paper, row, probability, followed=row in first)
-    if rank > k:
-        blockers += _outranked(ctx, request, mine, first, others, rank, titles)
+    if blockers:
+        if rank > end:
+            blockers += _outranked(ctx, request, mine, first, others, rank, titles)
+    elif on_list and rank <= request.offset:
+        blockers.append(EarlierPage(
+            f"It is {_ordinal(rank)} on your list, before this page (which starts at the "
+            f"{_ordinal(request.offset + 1)}).", request.offset))
+    elif rank > end or not on_list:
+        diversity = _diversity(request)
+        if by_score <= end and diversity > 0:
+            placed = f" it is {_ordinal(rank)}" if on_list else " it comes later"
+            blockers.append(Diversity(
+                f"By score it would be {_ordinal(by_score)}, but the list's diversity "
+                f"({diversity:g}) took papers less like those above it in its place:"
+                f"{placed}.", diversity))
+        else:
+            rank = max(rank, end + 1)  # a tie with the last one listed goes after it
+            blockers += _outranked(ctx, request, mine, first, others, rank, titles)
     in_list = not blockers
-    summary = (f"It is {_ordinal(rank)} on your list of {k} (score {total:.4f})." if in_list
+    where = (f"of {end}" if not request.offset else
+             f"on the page from the {_ordinal(request.offset + 1)} to the {_ordinal(end)}")
+    summary = (f"It is {_ordinal(rank)} on your list {where} (score {total:.4f})." if in_list
                else " ".join(b.detail for b in blockers))
-    return WhyNot(user_id, paper.id, paper.title, k, rank, ctx.search is not None, in_list,
-                  round(total, 4), round(probability, 4), _parts(mine), item.reason,
-                  item.reasons, item.because, summary, request.personalized, blockers)
+    return WhyNot(user_id, paper.id, paper.title, k, request.offset, rank,
+                  ctx.search is not None, in_list, round(total, 4), round(probability, 4),
+                  _parts(mine), item.reason, item.reasons, item.because, summary,
+                  request.personalized, blockers)
 
 
 def _placed(ctx: RankingContext, request: ListRequest, mine: Scores, paper: Paper,
@@ -197,6 +247,13 @@ def _placed(ctx: RankingContext, request: ListRequest, mine: Scores, paper: Pape
                               probability)
     rank = len(first) + 1 + int(np.sum(others > total))
     return rank, _explained(ctx, mine, request.liked, titles, paper, probability)
+
+
+def _diversity(request: ListRequest) -> float:
+    """The list's diversity as ``rank`` applies it."""
+    if request.diversity is not None:
+        return request.diversity
+    return 0.0 if request.personalized else COLD_START_DIVERSITY
 
 
 def _own_scores(ctx: RankingContext, request: ListRequest, row: int,
@@ -236,8 +293,11 @@ def _kept_out(ctx: RankingContext, request: ListRequest, paper: Paper, row: int,
     if mute is not None:
         blockers.append(Muted(f"You muted it: {mute.label}.", mute.label))
     if request.exclude_served and row in request.served:
-        blockers.append(ServedExcluded("You were already served it, and exclude_served "
-                                       "leaves served papers out."))
+        blockers.append(ServedExcluded("You were already served it (before today), and "
+                                       "exclude_served leaves served papers out."))
+    if row in request.set_aside:
+        blockers.append(SetAside("You set it aside (\u201cNot now\u201d): it stays off your "
+                                 "list until you put it back."))
     if request.since_day is not None:
         blockers += _before_since(ctx, row, request.since_day)
     # As the list: followed papers always stay, and a list without likes is not cut (all
@@ -265,12 +325,14 @@ def _outranked(ctx: RankingContext, request: ListRequest, mine: Scores, first: l
                others: np.ndarray, rank: int,
                titles: Titles) -> list[Blocker]:
     """Papers scoring higher fill the list; a dislike penalty may be what pushed it down."""
-    k, total = request.k, float(mine.total[0])
-    at = k - len(first) - 1  # the k-th item's place among the model's papers
+    k, total = request.offset + request.k, float(mine.total[0])
+    at = k - len(first) - 1  # the list's last item's place among the model's papers
     # Followed papers come first and score at least what comes after them (recommend).
-    kth = float(others[at]) if at >= 0 else max([1.0, *(float(s) for s in others[:1])])
+    kth = (float(others[min(at, len(others) - 1)]) if at >= 0 and len(others)
+           else max([1.0, *(float(s) for s in others[:1])]))
+    shows = f"{k} to this page" if request.offset else str(k)
     blockers: list[Blocker] = [Outranked(
-        f"It would rank {_ordinal(rank)}; your list shows {k}: the {_ordinal(k)} scores "
+        f"It would rank {_ordinal(rank)}; your list shows {shows}: the {_ordinal(k)} scores "
         f"{kth:.4f}, this one {total:.4f}.", rank, k, round(kth, 4), round(total, 4),
         round(kth - total, 4))]
     penalty = float(mine.dislike[0])

@@ -52,8 +52,14 @@ class RedisKeys:
         return self._user(user_id, "feedback")
 
     def served(self, user_id: str) -> str:
-        """Sorted set: paper id -> unix time it was last served to the user (API or digest)."""
+        """Sorted set: paper id -> unix time it was first served to the user (list or
+        digest)."""
         return self._user(user_id, "served")
+
+    def set_aside(self, user_id: str) -> str:
+        """Sorted set: paper id -> unix time the user set it aside ("Not now"): left out of
+        their lists until put back."""
+        return self._user(user_id, "set-aside")
 
     def subscription(self, user_id: str) -> str:
         """Hash: email, frequency, max_items, min_probability, created_at, confirmed_at ("" while
@@ -135,7 +141,7 @@ class RedisKeys:
         """Every key that holds data about one user (for export and erasure)."""
         return [self.feedback(user_id), self.served(user_id), self.subscription(user_id),
                 self.digests(user_id), self.rules(user_id), self.feed(user_id),
-                self.web_sessions(user_id), self.uploads(user_id)]
+                self.web_sessions(user_id), self.uploads(user_id), self.set_aside(user_id)]
 
     def user_write_keys(self, user_id: str) -> list[str]:
         """The user's keys and their bucket's sets and counts: all in one Cluster slot."""

@@ -23,7 +23,10 @@ api = area(__name__, tag="your data")
 class ExportOut(Answer):
     user_id: UserId
     feedback: list[Feedback]
-    served: list[Served]
+    served: list[Served] = Field(description="The papers served to the user, with when each "
+                                             "was first served.")
+    set_aside: list[Served] = Field(description="The papers the user set aside (\"Not now\"), "
+                                                "with when.")
     subscription: Subscription | None
     digests: list[DigestRecord]
     rules: list[Rule]
@@ -34,7 +37,8 @@ class ExportOut(Answer):
     @classmethod
     def of(cls, export: UserExport) -> ExportOut:
         return cls.model_validate({"user_id": export.user_id, "feedback": export.feedback,
-                                   "served": export.served, **export.sections})
+                                   "served": export.served, "set_aside": export.set_aside,
+                                   **export.sections})
 
 
 @api.get("/v1/users/<user_id>/export", summary="Everything stored about a user (admin).",

@@ -1,4 +1,5 @@
-"""A user's follow and mute rules: an author's or a keyword's papers always first, or never."""
+"""A user's follow and mute rules: an author's, a keyword's or a category's papers always first,
+or never."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ api = area(__name__, tag="rules")
 # whose \w is ASCII's reads it stricter than the server is ("日本" passes), never looser.
 RuleValue = Annotated[str, Field(
     min_length=1, max_length=MAX_VALUE_LENGTH,
-    description=f"an author's name or a keyword (a word or a phrase) with a letter or digit "
+    description=f"an author's name, a keyword (a word or a phrase) or a category (arXiv's "
+                f"cs.LG) with a letter or digit "
                 f"(any script's), at most {MAX_VALUE_LENGTH} characters",
     json_schema_extra={"pattern": VALUE_PATTERN.pattern, "example": "Yoshua Bengio"})]
 
@@ -33,7 +35,7 @@ class RulePath(BaseModel):
     user_id: UserId
     action: RuleAction = Field(description="follow: always list its new papers; mute: never "
                                            "show its papers")
-    kind: RuleKind = Field(description="an author's name or a keyword")
+    kind: RuleKind = Field(description="an author's name, a keyword or a category")
 
 
 class RuleBody(Strict):
@@ -55,7 +57,8 @@ class RuleChangeOut(Answer):
     kind: RuleKind
     value: str = Field(description="As given, with its ends stripped and its spaces collapsed.")
     created_at: float
-    created: bool = Field(description="Whether the user had no rule on this author or keyword.")
+    created: bool = Field(description="Whether the user had no rule on this author, keyword "
+                                        "or category.")
     replaced: bool = Field(description="Whether it replaced the other action on it (a follow "
                                        "replaces a mute, and a mute a follow).")
 
@@ -67,14 +70,18 @@ def get_rules(path: UserPath) -> Reply:
 
 
 @api.put("/v1/users/<user_id>/rules/<action>/<kind>",
-         summary="Follow or mute an author or a keyword (the same rule again changes nothing).",
+         summary="Follow or mute an author, a keyword or a category (the same rule again "
+                 "changes nothing).",
          responses=answers(RuleChangeOut, 503),
-         description="Follow: the author's or keyword's new papers always come first in "
+         description="Follow: the author's, keyword's or category's new papers always come "
+                     "first in "
                      "the reading lists and digests, marked `followed_rule` (new: dated on or "
                      f"after the list's `since`, or without one within {FOLLOW_WINDOW_DAYS} "
                      "days). Mute: its papers are never shown. An author matches by name "
                      "(case and accents aside; \"Last, First\" reads as \"First Last\"), a "
-                     "keyword as whole words in the title or abstract. One author or keyword "
+                     "keyword as whole words in the title or abstract, a category (arXiv's "
+                     "`cs.LG`) as one of the paper's categories (case aside). One author, "
+                     "keyword or category "
                      "has one rule: following a muted one replaces the mute. 400 beyond the "
                      "most rules a user may have.")
 def put_rule(path: RulePath, body: RuleBody) -> Reply:

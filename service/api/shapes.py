@@ -20,7 +20,7 @@ MAX_OFFSET = 1000  # how deep a reading list can be paged
 K = Annotated[int, Field(ge=1, le=MAX_K, description=f"How many items, 1 to {MAX_K}.")]
 Signal = Literal["like", "dislike"]
 RuleAction = Literal["follow", "mute"]
-RuleKind = Literal["author", "keyword"]
+RuleKind = Literal["author", "keyword", "category"]
 
 
 class Strict(BaseModel):

@@ -27,6 +27,7 @@ from . import (  # noqa: F401  (each declares its views on the blueprint)
     error_pages,
     library_pages,
     reading,
+    rule_pages,
     sign_in,
 )
 from .accounts import (

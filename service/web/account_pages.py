@@ -130,6 +130,7 @@ def your_data() -> Response:
     likes = sum(1 for f in export.feedback if f.signal == "like")
     return page("data.html", active="data", user_id=user, likes=likes,
                 dislikes=len(export.feedback) - likes, served=len(export.served),
+                set_aside=len(export.set_aside),
                 subscription=export.sections.get("subscription"),
                 digests=len(export.sections.get("digests", [])),
                 rules=len(export.sections.get("rules", [])))

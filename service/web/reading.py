@@ -1,10 +1,11 @@
 """Your list, a paper, search; and the like / dislike / not-now buttons on each paper.
 
 The list is ``Recommender.recommend``, the function behind ``GET /v1/users/<id>/
-recommendations``, for the signed-in reader: the same ranking, reasons and probabilities.
-Looking at it records nothing (``record=False``); "Not now" records the paper as served, the
-API's mark for "shown already", and the list leaves served papers out unless asked to show
-them. Like and dislike are the API's feedback: a rated paper leaves the list for good.
+recommendations``, for the signed-in reader: the same ranking, reasons and probabilities, and
+the same list all day (what it shows is recorded as served, and pushed down from the next UTC
+day on); "More papers" is its next page. "Not now" sets the paper aside (its own mark, not the
+served one): the list leaves it out unless asked to show papers set aside, until "Undo" puts
+it back. Like and dislike are the API's feedback: a rated paper leaves the list for good.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ PAGE_SIZE = 10
 MAX_PAGE = 50
 SIMILAR = 5
 SEARCH_RESULTS = 20
-State = Literal["like", "dislike", "none"]
+State = Literal["like", "dislike", "set_aside", "none"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,9 @@ class PaperView:
     reason: str = ""
     probability: str = ""
     state: State = "none"
+    # For "more from this author" and "mute this category" (service/templates/_rules.html).
+    first_author: str = ""
+    categories: tuple[str, ...] = ()
 
 
 def authors_line(authors: list[str], most: int = 6) -> str:
@@ -60,17 +64,20 @@ def authors_line(authors: list[str], most: int = 6) -> str:
 
 def views(items: list[tuple[str, str, str, float | None]], user: str) -> list[PaperView]:
     """(paper id, title, reason, probability) as the pages show them, with the paper's
-    authors and date from the corpus and the reader's like or dislike."""
+    authors and date from the corpus and the reader's like, dislike or "not now"."""
     parts = components()
-    papers = parts.corpus.get_many([pid for pid, _, _, _ in items])
-    signals = parts.feedback.signals(user, [pid for pid, _, _, _ in items])
+    ids = [pid for pid, _, _, _ in items]
+    papers = parts.corpus.get_many(ids)
+    signals: dict[str, State] = {pid: "set_aside" for pid in parts.feedback.is_set_aside(user, ids)}
+    signals.update(parts.feedback.signals(user, ids))
     shown = []
     for pid, title, reason, probability in items:
         paper = papers.get(pid)
         shown.append(PaperView(
             pid, title, authors_line(paper.authors) if paper else "", _date(paper), reason,
             f"{probability:.0%}" if probability is not None else "",
-            signals.get(pid, "none")))
+            signals.get(pid, "none"), paper.authors[0] if paper and paper.authors else "",
+            tuple(paper.categories) if paper else ()))
     return shown
 
 
@@ -109,7 +116,7 @@ def reading_list() -> Response:
     show_set_aside = flag(args, "set_aside")
     found = components().recommender.recommend(
         user, PAGE_SIZE, now=time.time(), offset=(number - 1) * PAGE_SIZE, diversity=diversity,
-        since=since, exclude_served=not show_set_aside, record=False)
+        since=since, include_set_aside=show_set_aside)
     items = views([(i.paper_id, i.title, i.reason, i.probability) for i in found.items], user)
     controls = {"diversity": args.get("diversity", ""), "since": args.get("since", ""),
                 "set_aside": "1" if show_set_aside else ""}
@@ -173,14 +180,17 @@ def rate(paper_id: str) -> Response:
         message = (f"Liked \u201c{found.title}\u201d: more like it." if action == "like" else
                    f"Disliked \u201c{found.title}\u201d: papers like it sink.")
     elif action == "not-now":
-        parts.feedback.record_served(user, [found.id], now)
+        parts.feedback.set_aside(user, found.id, now)
         message = f"Set \u201c{found.title}\u201d aside."
     elif action == "undo":
-        parts.feedback.remove(user, found.id)
-        message = f"Took your rating of \u201c{found.title}\u201d back."
+        rated = parts.feedback.remove(user, found.id)
+        if parts.feedback.put_back(user, found.id) and not rated:
+            message = f"Put \u201c{found.title}\u201d back on your list."
+        else:
+            message = f"Took your rating of \u201c{found.title}\u201d back."
     else:
         raise InvalidInput("the action must be like, dislike, not-now or undo")
-    if action != "not-now":
+    if action in ("like", "dislike", "undo"):
         g.feedback_written = "remove" if action == "undo" else action  # service.metrics
     if request.accept_mimetypes.best == "application/json":
         return jsonify({"paper_id": found.id, "action": action, "message": message})
