@@ -215,7 +215,9 @@ def test_a_digest_leaves_out_muted_papers_and_puts_followed_ones_first(
     ada = papers("ada@example.org")
     assert ada[0] == "bengio-new" and "muller-fed" not in ada and len(ada) == 3
     text = inbox.to("ada@example.org")[0].get_body(("plain",)).get_content()  # type: ignore[union-attr]
-    assert "New from an author you follow: Yoshua Bengio" in text  # capitalised in the email
+    # Where it stands, then why (its first letter capitalised in the email).
+    assert "Top match of your list · new from an author you follow: Yoshua Bengio" in " ".join(
+        text.split())
 
 
 def test_a_quiet_week_sends_nothing_and_the_summary_says_why(
@@ -223,7 +225,7 @@ def test_a_quiet_week_sends_nothing_and_the_summary_says_why(
 ) -> None:
     """A digest sends only papers at least ``min_probability`` likely to be worth reading:
     the same likes with a bar no paper reaches send no email, with one every paper reaches
-    the full list, each item with its probability."""
+    the full list, each item with where it stands on the list, in words."""
     client = create_app(mail_settings).test_client()
     for user in ("ada", "bob", "cy"):  # cy: the same list through the API
         for paper_id in paper_ids_about(mail_settings, "federated")[:3]:
@@ -241,9 +243,12 @@ def test_a_quiet_week_sends_nothing_and_the_summary_says_why(
     assert len(links(message)["More like this"]) == 5
     listed = client.get("/v1/users/cy/recommendations?k=5").json["items"]
     text = message.get_body(("plain",)).get_content()  # type: ignore[union-attr]
-    shown = [f"({round(item['probability'] * 100)}% likely worth reading)" for item in listed]
+    words = " ".join(text.split())
+    assert [item["rank"] for item in listed] == [1, 2, 3, 4, 5]
+    assert listed[0]["standing"].startswith("top match of your list")
+    assert all(item["standing"][1:] in words for item in listed)
     assert all(0 < item["probability"] < 1 for item in listed)
-    assert all(words in " ".join(text.split()) for words in shown)
+    assert "likely worth reading" not in words
 
 
 def test_min_probability_cuts_the_list_where_the_probability_falls_below_it(
