@@ -207,6 +207,24 @@ class FeedbackStore:
             pipe.zremrangebyrank(key, 0, -self._served_max - 1)  # keep the newest only
             pipe.execute()
 
+    def served_among(self, user_id: str, paper_ids: list[str]) -> frozenset[str]:
+        """Which of these papers were served to the user (set aside: "Not now", or shown by
+        the API or a digest); one ZMSCORE."""
+        if not paper_ids:
+            return frozenset()
+        with redis_errors():
+            times = cast(list[float | None],
+                         self._redis.zmscore(self._keys.served(user_id), paper_ids))
+        return frozenset(pid for pid, at in zip(paper_ids, times, strict=True)
+                         if at is not None)
+
+    def unserve(self, user_id: str, paper_id: str) -> bool:
+        """Forget that the paper was served to the user (undoing "Not now"): it is back on
+        their list. False when it was not served."""
+        validate_paper_id(paper_id)
+        with redis_errors():
+            return int(self._redis.zrem(self._keys.served(user_id), paper_id)) > 0
+
     def users(self) -> Iterator[str]:
         """Every user who has given feedback, bucket by bucket."""
         with redis_errors():
