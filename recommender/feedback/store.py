@@ -28,6 +28,8 @@ from recommender.storage.redis_options import redis_errors
 from recommender.storage.redis_writes import UserWrites
 
 Signal = Literal["like", "dislike"]
+# What a reader did with a paper, as the pages show it: rated it, or set it aside (served).
+Mark = Literal["like", "dislike", "set-aside"]
 
 # KEYS: feedback hash, the bucket's like counts and users set.
 # ARGV: user, new value ("" = remove), then the papers it is set on. Returns how many of the
@@ -161,17 +163,6 @@ class FeedbackStore:
             signals, served, rules = pipe.execute()
         return ListState(_feedback(signals), served, parse_rules(rules))
 
-    def signals(self, user_id: str, paper_ids: list[str]) -> dict[str, Signal]:
-        """The user's like or dislike of each of these papers that has one (one HMGET: a page
-        of ten papers reads ten fields, not the user's whole history)."""
-        if not paper_ids:
-            return {}
-        with redis_errors():
-            values = cast(list[str | None],
-                          self._redis.hmget(self._keys.feedback(user_id), paper_ids))
-        return {pid: parse_signal(value.partition(":")[0])
-                for pid, value in zip(paper_ids, values, strict=True) if value is not None}
-
     def like_counts(self) -> dict[str, int]:
         """Every liked paper with its number of likes: the buckets' counts summed, read in
         one pipeline (one round trip per server; a Cluster pipeline groups them by node)."""
@@ -207,16 +198,23 @@ class FeedbackStore:
             pipe.zremrangebyrank(key, 0, -self._served_max - 1)  # keep the newest only
             pipe.execute()
 
-    def served_among(self, user_id: str, paper_ids: list[str]) -> frozenset[str]:
-        """Which of these papers were served to the user (set aside: "Not now", or shown by
-        the API or a digest); one ZMSCORE."""
+    def marks(self, user_id: str, paper_ids: list[str]) -> dict[str, Mark]:
+        """What the user did with each of these papers that has a mark: "like", "dislike",
+        or "set-aside" (served: "Not now", or shown by the API or a digest, so off their
+        list for now). One round trip (HMGET and ZMSCORE in a pipeline): a page of ten
+        papers reads ten fields of each key, not the user's whole history."""
         if not paper_ids:
-            return frozenset()
+            return {}
         with redis_errors():
-            times = cast(list[float | None],
-                         self._redis.zmscore(self._keys.served(user_id), paper_ids))
-        return frozenset(pid for pid, at in zip(paper_ids, times, strict=True)
-                         if at is not None)
+            pipe = self._redis.pipeline(transaction=False)
+            pipe.hmget(self._keys.feedback(user_id), paper_ids)
+            pipe.zmscore(self._keys.served(user_id), paper_ids)
+            values, times = cast(tuple[list[str | None], list[float | None]], pipe.execute())
+        marks: dict[str, Mark] = {pid: "set-aside" for pid, at in
+                                  zip(paper_ids, times, strict=True) if at is not None}
+        marks.update({pid: parse_signal(value.partition(":")[0])
+                      for pid, value in zip(paper_ids, values, strict=True) if value is not None})
+        return marks
 
     def unserve(self, user_id: str, paper_id: str) -> bool:
         """Forget that the paper was served to the user (undoing "Not now"): it is back on

@@ -45,11 +45,9 @@ def views(items: list[tuple[str, str, str, str]], user: str) -> list[ItemView]:
     parts = components()
     ids = [pid for pid, _, _, _ in items]
     papers = parts.corpus.get_many(ids)
-    signals = parts.feedback.signals(user, ids)
-    set_aside = parts.feedback.served_among(user, [pid for pid in ids if pid not in signals])
+    marks = parts.feedback.marks(user, ids)
     return [item_view(papers.get(pid) or Paper(pid, title), title=title, reason=reason,
-                      standing=standing,
-                      state=signals.get(pid) or ("set-aside" if pid in set_aside else "none"))
+                      standing=standing, state=marks.get(pid, "none"))
             for pid, title, reason, standing in items]
 
 
