@@ -106,6 +106,10 @@ def test_display_text_and_titles_drop_markup() -> None:
      "A concept removal method for frontier diffusion and image autoregressive models"),
     ("We study the problem of training self-supervised foundation models for functional "
      "MRI. It is hard.", "Training self-supervised foundation models for functional MRI"),
+    # never cut after a word that leads on ("... a comparison oracle that")
+    ("We study gradient testing and gradient estimation of smooth functions using only a "
+     "comparison oracle that, given two points, indicates which one has the larger value.",
+     "Gradient testing and gradient estimation of smooth functions"),
     # a named method still comes first
     ("We propose FedScar, a federated optimization framework that corrects drift.",
      "FedScar: A federated optimization framework that corrects drift"),

@@ -273,7 +273,8 @@ def _contribution_title(display: str) -> str | None:
         phrase = _EXAMPLES.split(phrase, maxsplit=1)[0]  # a title names no examples
         if len(phrase) > CONTRIBUTION_MAX_CHARS:
             ends = [m.start() for m in _CLAUSE_BREAK.finditer(phrase)
-                    if CONTRIBUTION_MIN_CHARS <= m.start() <= CONTRIBUTION_MAX_CHARS]
+                    if CONTRIBUTION_MIN_CHARS <= m.start() <= CONTRIBUTION_MAX_CHARS
+                    and phrase[:m.start()].split()[-1].lower() not in _DANGLING_WORDS]
             if ends:
                 phrase = phrase[:ends[-1]]
         phrase = phrase.strip().rstrip(",;:")
