@@ -178,14 +178,14 @@ def test_the_pages_script_gets_the_new_state_and_its_buttons(ada: FlaskClient) -
     def act(action: str) -> dict[str, str]:
         answer = ada.post(f"/papers/{paper_id}/rate", headers={"Accept": "application/json"},
                           data={"csrf_token": csrf_token(ada, "/list"), "action": action,
-                                "next": "/list"})
+                                "next": f"/list?page=1#paper-{paper_id}"})
         assert answer.status_code == 200 and answer.is_json
         return dict(answer.json)
 
     liked = act("like")
     assert liked["state"] == "like" and "You liked this." in liked["html"]
     assert 'value="undo"' in liked["html"] and 'value="like"' not in liked["html"]
-    assert f'value="/list#paper-{paper_id}"' in liked["html"]
+    assert f'value="/list?page=1#paper-{paper_id}"' in liked["html"]
     undone = act("undo")
     assert undone["state"] == "none" and 'value="like"' in undone["html"]
     aside = act("not-now")

@@ -150,7 +150,7 @@ def rate(paper_id: str) -> Response:
         g.feedback_written = action  # service.metrics
     if request.accept_mimetypes.best == "application/json":
         item = views([(found.id, found.title, "", "")], user)[0]
-        here = request.form.get("next", "")
+        here = request.form.get("next", "").partition("#")[0]  # the buttons add the anchor
         buttons = get_template_attribute("_papers.html", "actions")
         return jsonify({"paper_id": found.id, "action": action, "message": message,
                         "state": item.state,
