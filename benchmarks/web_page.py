@@ -76,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         parts = wiring.build(settings)
         parts.ingest([papers], on_rejection=lambda r: None)
         built = parts.rebuild_index(progress=False)
+        harness.keep_embeddings(settings)  # the next run embeds nothing
         liked = reader_likes(args.seed, {pid for pid, _, _ in parts.corpus.index_rows()})
         browser = create_app(parts=parts).test_client()
         sign_in(browser, EMAIL, data / "mail")

@@ -113,6 +113,48 @@ def test_a_paper_far_from_every_like_is_not_called_similar(
     assert items[0]["reasons"][0]["similarity"] in close
 
 
+def test_items_say_where_they_stand_by_rank_and_close_likes(
+    client: FlaskClient, sample_settings: Settings, like: Like, paper_ids_about: PapersAbout,
+    tmp_path: Path, ingest: Callable[..., Any], rebuild: Callable[..., Any],
+    hashing_embedder: Any,
+) -> None:
+    """Each item's rank, how many likes it is close to (the same bar as "similar to ... that
+    you liked") and its standing in words; with its authors, year and category."""
+    fed = paper_ids_about(sample_settings, "federated")
+    first = client.get(f"/v1/papers/{fed[0]}").json
+    twin = tmp_path / "twin.jsonl"
+    twin.write_text(json.dumps({
+        "id": "twin", "title": first["title"] + " (again)", "abstract": first["abstract"],
+        "authors": ["Ada Lovelace"], "year": 2026, "categories": ["cs.LG"]}) + "\n")
+    ingest(sample_settings, [twin])
+    rebuild(sample_settings, embedder=hashing_embedder)
+    for paper_id in fed[:3]:
+        like(client, "ada", paper_id)
+    items = reading_list(client, "ada", "k=12")["items"]
+    assert [i["rank"] for i in items] == list(range(1, 13))
+    assert items[0]["standing"].startswith("top match of your list")
+    assert all(i["standing"].startswith("among your top 5") for i in items[1:5])
+    assert all(i["standing"].startswith("among your top 10") for i in items[5:10])
+    assert items[10]["standing"].startswith("number 11 on your list")
+    for item in items:
+        near = [r for r in item["reasons"] if r["kind"] == "similar_to_liked"]
+        if item["close_likes"]:
+            assert f"close to {item['close_likes'] if item['close_likes'] > 1 else 'one'} of " \
+                   "your like" in item["standing"]
+            assert item["reason"].startswith("similar to")  # its nearest like is close
+        else:
+            assert "close to" not in item["standing"]
+            assert not near or item["reason"].startswith("not close to your likes")
+        assert 0 < item["probability"] < 1  # kept beside the words
+    twin_item = next(i for i in items if i["paper_id"] == "twin")
+    assert twin_item["close_likes"] >= 1
+    assert (twin_item["authors"], twin_item["year"], twin_item["venue"]) == (
+        ["Ada Lovelace"], 2026, "Machine Learning (cs.LG)")
+    later = reading_list(client, "bob", "k=5&offset=5")["items"]
+    assert [i["rank"] for i in later] == [6, 7, 8, 9, 10]
+    assert later[0]["standing"] == "among the top 10 broad picks"  # bob has no likes
+
+
 def test_the_trained_model_is_served_live_and_new_likes_count_at_once(
     client: FlaskClient, sample_settings: Settings, train: Callable[..., Any], like: Like,
     paper_ids_about: PapersAbout,

@@ -15,6 +15,7 @@ from recommender.core.config import Settings
 from recommender.core.errors import PaperrecError
 from recommender.digest import job as digest
 from recommender.digest.job import DigestSummary
+from recommender.ranking.item_view import split_abstract
 from replay.web_steps import confirm_address
 from service.app import create_app
 from tests.servers import Inbox
@@ -231,7 +232,9 @@ def test_a_digest_leaves_out_muted_papers_and_puts_followed_ones_first(
     ada = papers("ada@example.org")
     assert ada[0] == "bengio-new" and "muller-fed" not in ada and len(ada) == 3
     text = inbox.to("ada@example.org")[0].get_body(("plain",)).get_content()  # type: ignore[union-attr]
-    assert "New from an author you follow: Yoshua Bengio" in text  # capitalised in the email
+    # Where it stands, then why (its first letter capitalised in the email).
+    assert "Top match of your list · new from an author you follow: Yoshua Bengio" in " ".join(
+        text.split())
 
 
 def test_a_quiet_week_sends_nothing_and_the_summary_says_why(
@@ -239,7 +242,7 @@ def test_a_quiet_week_sends_nothing_and_the_summary_says_why(
 ) -> None:
     """A digest sends only papers at least ``min_probability`` likely to be worth reading:
     the same likes with a bar no paper reaches send no email, with one every paper reaches
-    the full list, each item with its probability."""
+    the full list, each item with where it stands on the list, in words."""
     client = create_app(mail_settings).test_client()
     for user in ("ada", "bob", "cy"):  # cy: the same list through the API
         for paper_id in paper_ids_about(mail_settings, "federated")[:3]:
@@ -257,9 +260,12 @@ def test_a_quiet_week_sends_nothing_and_the_summary_says_why(
     assert len(links(message)["More like this"]) == 5
     listed = client.get("/v1/users/cy/recommendations?k=5").json["items"]
     text = message.get_body(("plain",)).get_content()  # type: ignore[union-attr]
-    shown = [f"({round(item['probability'] * 100)}% likely worth reading)" for item in listed]
+    words = " ".join(text.split())
+    assert [item["rank"] for item in listed] == [1, 2, 3, 4, 5]
+    assert listed[0]["standing"].startswith("top match of your list")
+    assert all(item["standing"][1:] in words for item in listed)
     assert all(0 < item["probability"] < 1 for item in listed)
-    assert all(words in " ".join(text.split()) for words in shown)
+    assert "likely worth reading" not in words
 
 
 def test_min_probability_cuts_the_list_where_the_probability_falls_below_it(
@@ -277,3 +283,50 @@ def test_min_probability_cuts_the_list_where_the_probability_falls_below_it(
     assert [item["paper_id"] for item in cut] == [
         item["paper_id"] for item in full if item["probability"] >= bar]
     assert client.get("/v1/users/ada/recommendations?min_probability=1.5").status_code == 400
+
+
+def test_a_new_subscriber_with_default_settings_gets_papers_with_authors_and_abstracts(
+    mail_settings: Settings, inbox: Inbox, like: Any, paper_ids_about: Any, ingest: Any,
+    rebuild: Any, hashing_embedder: Any, tmp_path: Path,
+) -> None:
+    """A reader with two likes on the sample corpus subscribes giving nothing but an address:
+    the default bar sends papers (a bar of 0.1 sent nothing: items there stand at a few per
+    cent), each with its authors, year and category, its standing and the abstract's first
+    sentences."""
+    client = create_app(mail_settings).test_client()
+    fed = paper_ids_about(mail_settings, "federated")
+    first = client.get(f"/v1/papers/{fed[0]}").json
+    extra = tmp_path / "extra.jsonl"
+    extra.write_text(json.dumps({
+        "id": "arxiv:2611.01234", "title": "Federated learning with noisy labels, again",
+        "abstract": first["abstract"], "date": "2026-11-27", "categories": ["cs.LG"],
+        "authors": ["Jürgen Müller", "Ada Lovelace", "Grace Hopper", "Alan Turing"]}) + "\n")
+    ingest(mail_settings, [extra])
+    rebuild(mail_settings, embedder=hashing_embedder)
+    for paper_id in fed[1:3]:
+        for user in ("dee", "eve"):  # eve: the same list through the API
+            like(client, user, paper_id)
+    response = client.put("/v1/users/dee/subscription", json={"email": "dee@example.org"})
+    assert response.status_code == 200 and response.json["min_probability"] == 0.0
+    [confirmation] = inbox.to("dee@example.org")
+    inbox.messages.remove(confirmation)
+    confirm_address(client, confirmation)
+
+    assert send(mail_settings, NOW).sent == 1
+    [message] = inbox.to("dee@example.org")
+    text = " ".join(message.get_body(("plain",)).get_content().split())  # type: ignore[union-attr]
+    html = message.get_body(("html",)).get_content()  # type: ignore[union-attr]
+    listed = client.get("/v1/users/eve/recommendations?k=10").json["items"]
+    signer = client.application.extensions["paperrec"].links
+    sent = [signer.verify(url.rsplit("/", 1)[1], NOW).paper_id
+            for url in links(message)["More like this"]]
+    assert sent == [item["paper_id"] for item in listed]
+    assert all(0 < item["probability"] < 0.1 for item in listed)  # the old bar: nothing
+    assert "J. Müller, A. Lovelace, G. Hopper et al. · 2026 · Machine Learning (cs.LG)" in text
+    assert "J. Müller, A. Lovelace, G. Hopper et al. &middot; 2026" in html
+    assert "arXiv: https://arxiv.org/abs/2611.01234" in text
+    corpus = client.application.extensions["paperrec"].corpus
+    for paper_id in sent:
+        lead = split_abstract(corpus.get(paper_id).abstract)[0]
+        assert lead and lead in text
+    assert "Top match of your list" in text and "likely worth reading" not in text

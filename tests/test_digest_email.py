@@ -11,13 +11,9 @@ from email.message import EmailMessage
 import pytest
 from markupsafe import escape
 
-from recommender.digest.email import (
-    EXCERPT_CHARS,
-    DigestContent,
-    DigestItem,
-    excerpt,
-    render_digest,
-)
+from recommender.core.papers import Paper
+from recommender.digest.email import DigestContent, DigestItem, render_digest
+from recommender.ranking.item_view import LEAD_CHARS, item_view, split_abstract
 
 LINKS = "http://127.0.0.1:8000/v1/links/"
 UNSUBSCRIBE = LINKS + "unsubscribe-tok?u=ada&k=1"
@@ -27,9 +23,14 @@ ABSTRACT = ("Federated learning often suffers from degraded generalization under
             "objective. ") * 4
 
 
+AUTHORS = ["Ada Lovelace", "Grace Hopper", "Emmy Noether", "Alan Turing"]
+
+
 def item(n: int, title: str, url: str | None = None,
          reason: str = "liked by 2 readers") -> DigestItem:
-    return DigestItem(f"pl-{n:016x}", title, url, ABSTRACT, reason, 0.3,
+    paper = Paper(f"pl-{n:016x}", title, ABSTRACT, AUTHORS, 2026, url=url,
+                  categories=["cs.LG"], code_urls=[f"https://github.com/ex/{n}"])
+    return DigestItem(item_view(paper, reason=reason, standing="among your top 5"),
                       f"{LINKS}like-{n}", f"{LINKS}dislike-{n}")
 
 
@@ -68,16 +69,23 @@ def test_digest_is_multipart_alternative_with_every_title_and_link() -> None:
     assert [p.get_content_type() for p in msg.iter_parts()] == ["text/plain", "text/html"]
     text, page = bodies(msg)
     for it in ITEMS:
-        assert it.title in text
-        assert str(escape(it.title)) in page
-        assert it.title in html.unescape(page)
+        assert it.paper.title in text
+        assert str(escape(it.paper.title)) in page
+        assert it.paper.title in html.unescape(page)
+        # authors shortened, year and category by name, where it stands and why, the code
+        for shown in ("A. Lovelace, G. Hopper, E. Noether et al. · 2026 · Machine Learning "
+                      "(cs.LG)", f"Among your top 5 · {it.paper.reason}",
+                      f"Code: https://github.com/ex/{int(it.paper_id[3:], 16)}"):
+            assert shown in " ".join(text.split())
+        assert "A. Lovelace, G. Hopper, E. Noether et al. &middot; 2026" in page
+        assert "Among your top 5" in page and "likely worth reading" not in text + page
         assert f"More like this: {it.more_like_this_url}" in text
         assert f"Not interested: {it.not_interested_url}" in text
         for url in (it.more_like_this_url, it.not_interested_url):
             assert f'href="{url}"' in page
     assert f"Unsubscribe: {UNSUBSCRIBE}" in text
     assert f'href="{escape(UNSUBSCRIBE)}"' in page
-    assert f'href="{escape(ITEMS[0].url)}"' in page
+    assert f'href="{escape(ITEMS[0].paper.url)}"' in page
     assert "<script>" not in page and "&lt;script&gt;" in page
 
 
@@ -119,14 +127,15 @@ def test_one_paper_daily_digest_without_a_web_link() -> None:
     assert "every day" in text and "every day" in page
 
 
-def test_the_abstract_is_shortened_at_a_word() -> None:
-    short = excerpt(ABSTRACT)
-    assert len(short) <= EXCERPT_CHARS and short.endswith("…")
-    assert ABSTRACT.startswith(short[:-1]) and ABSTRACT[len(short) - 1] == " "
-    assert excerpt("a short abstract") == "a short abstract"
+def test_the_abstract_shows_its_first_sentences() -> None:
+    lead, rest = split_abstract(ABSTRACT)
+    first = ABSTRACT.split(". ")[0] + "."
+    assert lead == first and len(lead) <= LEAD_CHARS  # two would be longer than LEAD_CHARS
+    assert f"{lead} {rest}" == " ".join(ABSTRACT.split())
+    assert split_abstract("a short abstract") == ("a short abstract", "")
     text, page = bodies(send(content()))
-    assert short in page and ABSTRACT not in page
-    assert " ".join(text.split()).count(short) == len(ITEMS)
+    assert lead in page and ABSTRACT.strip() not in page
+    assert " ".join(text.split()).count(lead) == len(ITEMS)
 
 
 @pytest.mark.parametrize("digest", [

@@ -80,8 +80,9 @@ def test_not_now_sets_a_paper_aside_until_it_is_put_back(store: FeedbackStore) -
     store.set_aside("ada", "p1", at=10.0)
     store.set_aside("ada", "p2", at=20.0)
     assert store.for_list("ada").set_aside == ["p1", "p2"]
-    assert store.is_set_aside("ada", ["p2", "p3"]) == {"p2"}
-    assert store.for_list("ada").served == {} and store.get("ada") == []  # neither one
+    store.set("ada", "p3", "like", at=30.0)
+    assert store.marks("ada", ["p2", "p3", "p4"]) == {"p2": "set-aside", "p3": "like"}
+    assert store.for_list("ada").served == {}  # set aside is not served
     assert store.put_back("ada", "p1") and not store.put_back("ada", "p1")
     assert store.set_aside_with_times("ada") == [("p2", 20.0)]
     assert store.for_list("bob").set_aside == []

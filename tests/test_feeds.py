@@ -106,7 +106,7 @@ def test_both_feeds_hold_the_api_reading_list_in_order(
         assert [a.name for a in entry.get("authors", [])] == paper.authors
         assert entry.summary == paper.abstract
         assert item["reason"] in entry.content[0].value
-        assert f"{round(item['probability'] * 100)}%" in entry.content[0].value
+        assert item["standing"] and item["standing"][1:] in entry.content[0].value
         assert entry.updated  # every Atom entry is dated
     assert any("similar to" in e.content[0].value for e in parsed.entries)
 
@@ -117,9 +117,13 @@ def test_both_feeds_hold_the_api_reading_list_in_order(
     assert [(i["id"], i["title"]) for i in document["items"]] == [
         (f"urn:paperrec:paper:{i['paper_id']}", i["title"]) for i in expected]
     for rank, (item, expect) in enumerate(zip(document["items"], expected, strict=True), 1):
-        assert item["_paperrec"] == {"paper_id": expect["paper_id"], "rank": rank,
-                                     "reason": expect["reason"],
-                                     "probability": expect["probability"]}
+        assert item["_paperrec"] == {
+            "paper_id": expect["paper_id"], "rank": rank, "reason": expect["reason"],
+            "standing": expect["standing"], "close_likes": expect["close_likes"],
+            "probability": expect["probability"], "links": [
+                {"label": "Code", "url": url}
+                for url in corpus.get(expect["paper_id"]).code_urls]}
+        assert expect["rank"] == rank
         assert expect["reason"] in item["content_text"]
         assert {"url", "date_modified"} <= set(item)
     assert_json_feed_1_1(document)

@@ -95,6 +95,31 @@ def test_display_text_and_titles_drop_markup() -> None:
     assert title.endswith("…") and len(title) <= 100 and title.startswith("Graph models really")
 
 
+@pytest.mark.parametrize(("abstract", "title"), [
+    # the contribution it states, cut at a clause, examples dropped
+    ("Code models hallucinate. We propose a selective code generator that abstains from "
+     "uncertain generations – based on the functional correctness evaluated by generated unit "
+     "tests – to control the error rate.",
+     "A selective code generator that abstains from uncertain generations"),
+    ("Removal matters. Here we introduce a novel concept removal method for frontier "
+     "diffusion and image autoregressive models, such as, SD3.5, Flux, and Infinity.",
+     "A concept removal method for frontier diffusion and image autoregressive models"),
+    ("We study the problem of training self-supervised foundation models for functional "
+     "MRI. It is hard.", "Training self-supervised foundation models for functional MRI"),
+    # never cut after a word that leads on ("... a comparison oracle that")
+    ("We study gradient testing and gradient estimation of smooth functions using only a "
+     "comparison oracle that, given two points, indicates which one has the larger value.",
+     "Gradient testing and gradient estimation of smooth functions"),
+    # a named method still comes first
+    ("We propose FedScar, a federated optimization framework that corrects drift.",
+     "FedScar: A federated optimization framework that corrects drift"),
+    # "propose to ...": no noun phrase to stand as a title, so the first sentence
+    ("Lists are long. We propose to cut them.", "Lists are long"),
+])
+def test_derived_titles_read_as_titles(abstract: str, title: str) -> None:
+    assert derive_title(abstract) == title
+
+
 ARXIV_RECORD = {
     "id": "2101.00001v2",
     "submitter": "Ann Smith",

@@ -34,7 +34,7 @@ import redis
 from aiosmtpd.controller import Controller
 from axe_playwright_python.sync_playwright import Axe
 from flask import Flask
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
 from werkzeug.serving import make_server
 
 from recommender.core.config import Settings
@@ -145,9 +145,9 @@ def test_sign_in_like_dislike_subscribe_sign_out(
     assert first in federated[2:]
 
     page.locator("ol.papers > li").first.get_by_role("button", name="Dislike").click()
-    expect(page.locator(f'ol.papers a[href="/papers/{first}"]')).to_have_count(0)
+    expect(item_on_page(page, first)).to_contain_text("You disliked this.")  # in place
     page.reload()
-    assert first not in list_ids(page)
+    assert first not in list_ids(page)  # and off the list
 
     page.get_by_role("link", name="Digest").click()
     page.get_by_label("Weekly").check()
@@ -184,21 +184,45 @@ def test_sign_in_like_dislike_subscribe_sign_out(
     expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
 
 
+def item_on_page(page: Page, paper_id: str) -> Locator:
+    return page.locator(f'li.paper[id="paper-{paper_id}"]')
+
+
+def button(scope: Locator, text: str) -> Locator:
+    """The button reading ``text`` ("Like", not "Dislike", whose label also holds "Like")."""
+    return scope.get_by_role("button").filter(has_text=re.compile(f"^{text}$"))
+
+
 def test_the_buttons_work_without_javascript(
     chromium: Browser, site: Site, paper_ids_about: PapersAbout
 ) -> None:
+    """A plain form POST, then a redirect back to the same page, at the paper's place."""
     context = chromium.new_context(java_script_enabled=False)
     page = context.new_page()
+    client = redis.Redis.from_url(site.settings.redis_url, decode_responses=True)
+    keys = RedisKeys(site.settings.redis_namespace)
     try:
         sign_in(page, site, "ben@example.org")
         first = list_ids(page)[0]
         page.locator("ol.papers > li").first.get_by_role("button", name="Dislike").click()
         expect(page.locator(".flash")).to_contain_text("Disliked")  # a new page, from the server
+        assert page.url == f"{site.base}/list#paper-{first}"
+        assert str(client.hget(keys.feedback("ben@example.org"), first)).startswith("dislike:")
         assert first not in list_ids(page)
         second = list_ids(page)[0]
         page.locator("ol.papers > li").first.get_by_role("button", name="Not now").click()
         expect(page.locator(".flash")).to_contain_text("aside")
         assert second not in list_ids(page)
+        assert client.zscore(keys.set_aside("ben@example.org"), second) is not None
+        # On the paper's own page: liked, shown so, and undone.
+        page.goto(f"{site.base}/papers/{second}")
+        expect(page.locator("article")).to_contain_text("You set this aside")
+        button(page.locator("article"), "Undo").click()
+        expect(button(page.locator("article"), "Like")).to_be_visible()
+        assert client.zscore(keys.set_aside("ben@example.org"), second) is None
+        button(page.locator("article"), "Like").click()
+        expect(page.locator("article")).to_contain_text("You liked this.")
+        assert page.url == f"{site.base}/papers/{second}#paper-{second}"
     finally:
         context.close()
 
@@ -282,6 +306,60 @@ def assert_accessible(chromium: Browser, cookies: Any, *urls: str) -> None:
             tab.set_viewport_size({"width": WIDTHS[-1], "height": 900})
     finally:
         context.close()
+
+
+def test_the_buttons_act_in_place_with_javascript(
+    page: Page, site: Site, paper_ids_about: PapersAbout
+) -> None:
+    """Like, Undo, Dislike, Not now and Undo on the list: each changes the paper where it is,
+    with no page load (a marker set on ``window`` survives, the URL and the scroll position
+    stay), every request answered (no 404: the script posts to the form's URL), and each
+    action recorded in Redis."""
+    failed: list[str] = []
+    posted: list[str] = []
+    page.on("response", lambda r: failed.append(f"{r.status} {r.url}")
+            if r.status >= 400 and not r.url.endswith("/favicon.ico") else None)
+    page.on("request", lambda r: posted.append(r.url) if r.method == "POST" else None)
+    page.set_viewport_size({"width": 1280, "height": 600})
+    user = "cy@example.org"
+    sign_in(page, site, user)
+    for paper_id in paper_ids_about(site.settings, "federated")[:2]:
+        like_on_paper_page(page, site, paper_id)  # in place too
+    page.goto(site.base + "/list")
+    ids = list_ids(page)
+    assert len(ids) >= 6
+    client = redis.Redis.from_url(site.settings.redis_url, decode_responses=True)
+    keys = RedisKeys(site.settings.redis_namespace)
+    page.evaluate("window.notReloaded = 'still here'")
+    url = page.url
+
+    def act(paper_id: str, text: str, shown: str) -> None:
+        item = item_on_page(page, paper_id)
+        item.scroll_into_view_if_needed()  # Playwright would scroll to it to click
+        where = page.evaluate("window.scrollY")
+        assert where > 0  # down the list: a page load would start at the top
+        button(item, text).click()
+        expect(item).to_contain_text(shown)
+        assert page.evaluate("window.notReloaded") == "still here"
+        assert page.url == url
+        assert abs(page.evaluate("window.scrollY") - where) <= 2
+
+    signal = keys.feedback(user)
+    act(ids[4], "Like", "You liked this.")
+    assert str(client.hget(signal, ids[4])).startswith("like:")
+    act(ids[4], "Undo", "Not now")
+    assert client.hget(signal, ids[4]) is None
+    act(ids[5], "Dislike", "You disliked this.")
+    assert str(client.hget(signal, ids[5])).startswith("dislike:")
+    act(ids[3], "Not now", "You set this aside")
+    assert client.zscore(keys.set_aside(user), ids[3]) is not None
+    act(ids[3], "Undo", "Dislike")
+    assert client.zscore(keys.set_aside(user), ids[3]) is None
+    expect(page.locator(".flash")).to_have_count(0)  # no page came from the server
+    assert not failed, failed
+    rated = [u for u in posted if "/list" not in u and u.endswith("/rate")]
+    assert rated[-5:] == [f"{site.base}/papers/{pid}/rate" for pid in
+                          (ids[4], ids[4], ids[5], ids[3], ids[3])]
 
 
 def test_every_page_is_accessible_and_fits_a_phone(

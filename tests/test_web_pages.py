@@ -13,7 +13,7 @@ from flask.testing import FlaskClient
 from recommender.core.config import Settings
 from recommender.core.papers import Paper
 from recommender.corpus.store import CorpusStore
-from replay.web_steps import post_form
+from replay.web_steps import csrf_token, post_form
 
 RATE = re.compile(r'action="/papers/([^"]+)/rate"')
 PapersAbout = Callable[[Settings, str], list[str]]
@@ -52,6 +52,11 @@ def test_likes_make_the_list_personal_and_a_dislike_leaves_it(
         rate(ada, paper_id, "like")
     page = ada.get("/list")
     assert "not personal yet" not in page.text and "that you liked" in page.text
+    # Each item: where it stands in words (no percentage), the abstract's first sentences and
+    # the rest behind "more", which needs no script.
+    assert '<span class="standing">Top match of your list' in page.text
+    assert "likely worth reading" not in page.text
+    assert page.text.count("<details><summary>more</summary>") >= 5
     first = listed(ada)[0]
     assert first in federated[2:]
     rate(ada, first, "dislike")
@@ -82,7 +87,7 @@ def test_not_now_sets_a_paper_aside_without_rating_it(ada: FlaskClient) -> None:
     assert first not in listed(ada)
     aside = listed(ada, "/list?set_aside=1")
     assert first in aside  # shown again when asked for, with its undo
-    assert "You set this aside." in ada.get("/list?set_aside=1").text
+    assert "You set this aside" in ada.get("/list?set_aside=1").text
     assert ada.get("/v1/users/ada@example.org/feedback").json["items"] == []
     assert re.search(r"Papers set aside</th><td>1<", ada.get("/data").text)
     rate(ada, first, "undo")  # put back
@@ -168,3 +173,27 @@ def test_an_unexpected_failure_is_a_page_without_a_traceback(
     assert "secret detail" not in page.text and "Traceback" not in page.text
     wrong_method = ada.get("/sign-out", headers={"Accept": "text/html"})
     assert wrong_method.status_code == 405 and "<h1>Not found</h1>" in wrong_method.text
+
+
+def test_the_pages_script_gets_the_new_state_and_its_buttons(ada: FlaskClient) -> None:
+    """What static/web.js asks for: the paper's new state and the buttons for it, rendered
+    by the server (the same partial as the page's), to put in place of the old ones."""
+    paper_id = listed(ada)[0]
+
+    def act(action: str) -> dict[str, str]:
+        answer = ada.post(f"/papers/{paper_id}/rate", headers={"Accept": "application/json"},
+                          data={"csrf_token": csrf_token(ada, "/list"), "action": action,
+                                "next": f"/list?page=1#paper-{paper_id}"})
+        assert answer.status_code == 200 and answer.is_json
+        return dict(answer.json)
+
+    liked = act("like")
+    assert liked["state"] == "like" and "You liked this." in liked["html"]
+    assert 'value="undo"' in liked["html"] and 'value="like"' not in liked["html"]
+    assert f'value="/list?page=1#paper-{paper_id}"' in liked["html"]
+    undone = act("undo")
+    assert undone["state"] == "none" and 'value="like"' in undone["html"]
+    aside = act("not-now")
+    assert aside["state"] == "set-aside" and "You set this aside" in aside["html"]
+    assert act("undo")["state"] == "none"
+    assert paper_id in listed(ada)  # back on the list

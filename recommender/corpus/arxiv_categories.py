@@ -61,3 +61,43 @@ def set_for_category(category: str) -> str:
     if archive in PHYSICS_ARCHIVES:
         return f"physics:{archive}" + (f":{subject}" if subject else "")
     return f"{archive}:{archive}:{subject}" if subject else archive
+
+
+# What people call the categories most papers here carry (arXiv's taxonomy page); a category
+# not named here is shown by its code.
+NAMES = {
+    "cs.AI": "Artificial Intelligence", "cs.AR": "Hardware Architecture",
+    "cs.CC": "Computational Complexity", "cs.CE": "Computational Engineering",
+    "cs.CG": "Computational Geometry", "cs.CL": "Computation and Language",
+    "cs.CR": "Cryptography and Security", "cs.CV": "Computer Vision",
+    "cs.CY": "Computers and Society", "cs.DB": "Databases",
+    "cs.DC": "Distributed Computing", "cs.DL": "Digital Libraries",
+    "cs.DM": "Discrete Mathematics", "cs.DS": "Data Structures and Algorithms",
+    "cs.ET": "Emerging Technologies", "cs.FL": "Formal Languages",
+    "cs.GL": "General Literature", "cs.GR": "Graphics",
+    "cs.GT": "Computer Science and Game Theory", "cs.HC": "Human-Computer Interaction",
+    "cs.IR": "Information Retrieval", "cs.IT": "Information Theory",
+    "cs.LG": "Machine Learning", "cs.LO": "Logic in Computer Science",
+    "cs.MA": "Multiagent Systems", "cs.MM": "Multimedia", "cs.MS": "Mathematical Software",
+    "cs.NA": "Numerical Analysis", "cs.NE": "Neural and Evolutionary Computing",
+    "cs.NI": "Networking and Internet Architecture", "cs.OS": "Operating Systems",
+    "cs.PF": "Performance", "cs.PL": "Programming Languages", "cs.RO": "Robotics",
+    "cs.SC": "Symbolic Computation", "cs.SD": "Sound", "cs.SE": "Software Engineering",
+    "cs.SI": "Social and Information Networks", "cs.SY": "Systems and Control",
+    "stat.AP": "Statistics Applications", "stat.CO": "Statistical Computation",
+    "stat.ME": "Statistical Methodology", "stat.ML": "Machine Learning (Statistics)",
+    "stat.TH": "Statistics Theory", "eess.AS": "Audio and Speech Processing",
+    "eess.IV": "Image and Video Processing", "eess.SP": "Signal Processing",
+    "eess.SY": "Systems and Control", "math.OC": "Optimization and Control",
+    "math.PR": "Probability", "math.ST": "Statistics Theory", "math.NA": "Numerical Analysis",
+    "q-bio.NC": "Neurons and Cognition", "q-bio.QM": "Quantitative Methods",
+    "quant-ph": "Quantum Physics", "hep-th": "High Energy Physics - Theory",
+    "cond-mat.stat-mech": "Statistical Mechanics",
+    "physics.comp-ph": "Computational Physics", "astro-ph.CO": "Cosmology",
+}
+
+
+def category_name(category: str) -> str:
+    """"Machine Learning (cs.LG)" for cs.LG; a category without a name here: its code."""
+    name = NAMES.get(category.strip())
+    return f"{name} ({category.strip()})" if name else category.strip()

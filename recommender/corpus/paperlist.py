@@ -74,6 +74,17 @@ _PLAIN_NAME = re.compile(
 )
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 _ABBREVIATION = re.compile(r"\b(?:e\.g|i\.e|et al|vs|cf|etc|Fig|Eq|Sec|resp)\.$")
+# "We propose a X that ...", "We study (the problem of) X": the contribution, as a title.
+_CONTRIBUTION = re.compile(
+    r"\b[Ww]e\s+(?:(?:first|further|then|also|here|now)\s+)?"
+    r"(?:(?P<made>propose|present|introduce|develop)|(?P<study>study))\s+(?P<object>.+)")
+_NOVELTY = re.compile(r"^(an?)\s+(?:novel|new)\s+(?:and\s+\w+\s+)?", re.IGNORECASE)
+# Where a contribution's phrase may end: before a relative clause, a dash, a comma, a means.
+_CLAUSE_BREAK = re.compile(r",\s|\s[–—]\s|\s(?:that|which|where|whose|using|by|through|via|"
+                           r"based on)\s")
+_EXAMPLES = re.compile(r",?\s+(?:such as|including|e\.g\.)[\s,]")
+CONTRIBUTION_MIN_CHARS = 20
+CONTRIBUTION_MAX_CHARS = TITLE_MAX_CHARS
 _DANGLING_WORDS = {"a", "an", "the", "and", "or", "of", "to", "for", "with", "in", "on", "by",
                    "from", "that", "which", "via", "as", "at", "into", "is", "are", "we", "our"}
 
@@ -243,14 +254,45 @@ def _descriptive_phrase(display: str, name: str) -> str:
     return termed.group(1) if termed else sentences[0]
 
 
+def _contribution_title(display: str) -> str | None:
+    """The contribution the abstract states, as a title: "We propose a selective code
+    generator that abstains from uncertain generations – based on ..." -> "A selective code
+    generator that abstains from uncertain generations"; "We study the problem of training
+    X" -> "Training X". None when no sentence says it so plainly."""
+    for sentence in _sentences(display):
+        found = _CONTRIBUTION.search(sentence)
+        if not found:
+            continue
+        phrase = found["object"].strip().removesuffix(".")
+        if found["made"]:
+            if not re.match(r"an?\s", phrase):  # "propose to ...", "introduce FooNet, which"
+                continue
+            phrase = _NOVELTY.sub(r"\1 ", phrase)
+        else:
+            phrase = re.sub(r"^the (?:problem|question|task) of\s+", "", phrase)
+        phrase = _EXAMPLES.split(phrase, maxsplit=1)[0]  # a title names no examples
+        if len(phrase) > CONTRIBUTION_MAX_CHARS:
+            ends = [m.start() for m in _CLAUSE_BREAK.finditer(phrase)
+                    if CONTRIBUTION_MIN_CHARS <= m.start() <= CONTRIBUTION_MAX_CHARS
+                    and phrase[:m.start()].split()[-1].lower() not in _DANGLING_WORDS]
+            if ends:
+                phrase = phrase[:ends[-1]]
+        phrase = phrase.strip().rstrip(",;:")
+        if len(phrase) >= CONTRIBUTION_MIN_CHARS:
+            return _shorten(phrase[:1].upper() + phrase[1:])
+        return None
+    return None
+
+
 def derive_title(raw_abstract: str) -> str:
     """A readable title (<= 100 chars) for an abstract that has none.
 
     Prefers the system the abstract introduces (in bold, ``\\texttt``, or plain "we propose
     X, a ..." / "Expansion (ACRONYM)") with its spelled-out expansion ("PIAA: Patch-level
     Inference followed by Adaptive Aggregation") or what it is said to be ("FedRGL: A robust
-    federated graph learning method with label noise"); otherwise the first sentence, shortened
-    at a word boundary.
+    federated graph learning method with label noise"); else the contribution it states ("We
+    propose a X that ..." -> "A X that ...", ``_contribution_title``); otherwise the first
+    sentence, shortened at a word boundary.
     """
     names = [m.group(1).strip() for m in _BOLD.finditer(raw_abstract)]
     names += _TEXT_NAME.findall(raw_abstract)
@@ -269,7 +311,7 @@ def derive_title(raw_abstract: str) -> str:
         return _shorten(f"{name}: {phrase[:1].upper()}{phrase[1:]}")
     if plain and plain["acronym"] and plain["expansion"][0] == plain["acronym"][0]:
         return _shorten(f"{plain['acronym']}: {plain['expansion']}")
-    return _shorten(next(_sentences(display)))
+    return _contribution_title(display) or _shorten(next(_sentences(display)))
 
 
 def _is_header(paragraph: str) -> bool:

@@ -2,7 +2,9 @@
 
 The plain-text and HTML bodies come from the Jinja2 templates ``templates/digest.txt`` and
 ``templates/digest.html`` (HTML autoescaped: titles, reasons and abstracts may hold ``<`` and
-``&``). The message carries one-click unsubscribe headers (RFC 2369 and RFC 8058); sending
+``&``). Each paper is shown as on the pages (``ItemView``, ``ranking/item_view.py``): title,
+authors, year and category, where it stands and why, the abstract's first sentences, links.
+The message carries one-click unsubscribe headers (RFC 2369 and RFC 8058); sending
 it, signing it (DKIM must cover both List-Unsubscribe headers) and serving the links are the
 caller's job.
 """
@@ -19,27 +21,25 @@ from email.message import EmailMessage
 import jinja2
 
 from recommender.core.papers import web_url
+from recommender.ranking.item_view import ItemView
 
-EXCERPT_CHARS = 300
 HOW_OFTEN = {"daily": "every day", "weekly": "every week"}
 
 # Header lines may be as long as RFC 5322 allows, so a long unsubscribe URL is never folded
 # into RFC 2047 encoded words that mail clients would not read as a URL. The bodies keep the
 # default policy: quoted-printable lines of at most 76 characters.
 _HEADER_POLICY = email.policy.default.clone(max_line_length=998)
-_TRAILING_PUNCTUATION = ",;:-–—([{'\""
 
 
 @dataclass(frozen=True)
 class DigestItem:
-    paper_id: str
-    title: str
-    url: str | None  # the paper's own link; only http(s) links are shown
-    abstract: str  # display text; the email shows about its first EXCERPT_CHARS characters
-    reason: str  # e.g. "similar to 'X' that you liked"
-    probability: float | None  # how likely it is worth reading (shown as a percentage)
+    paper: ItemView  # title, authors, abstract's lead, links (http(s) only), reason, standing
     more_like_this_url: str  # one-click link that records a like
     not_interested_url: str  # one-click link that records a dislike
+
+    @property
+    def paper_id(self) -> str:
+        return self.paper.id
 
 
 @dataclass(frozen=True)
@@ -90,17 +90,6 @@ def render_digest(content: DigestContent, sender: str, recipient: str, message_i
     return msg
 
 
-def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
-    """The start of ``text``, at most ``limit`` characters, cut at a word, with "…" if cut."""
-    text = " ".join(text.split())
-    if len(text) <= limit:
-        return text
-    cut = text[: limit - 1]
-    if text[limit - 1] != " " and " " in cut:  # do not end in the middle of a word
-        cut = cut.rsplit(" ", 1)[0]
-    return cut.rstrip().rstrip(_TRAILING_PUNCTUATION).rstrip() + "…"
-
-
 def _period_phrase(label: str) -> str:
     """ "week of 2026-11-30" reads "the week of 2026-11-30"; a bare date stays as it is."""
     return f"the {label}" if label.startswith("week") else label
@@ -131,7 +120,6 @@ def _environment() -> jinja2.Environment:
         keep_trailing_newline=True,
         undefined=jinja2.StrictUndefined,
     )
-    env.filters["excerpt"] = excerpt
     env.filters["first_upper"] = _first_upper
     env.tests["web_url"] = _is_web_url
     return env

@@ -33,6 +33,7 @@ from recommender.feedback.rules import RuleStore
 from recommender.feedback.store import FeedbackStore
 from recommender.index.store import LiveIndex
 from recommender.ranking.collaborative import CollaborativeModel
+from recommender.ranking.item_view import ItemView, item_view
 from recommender.ranking.recommender import Recommender
 from recommender.storage.versions import LiveVersion
 
@@ -44,15 +45,18 @@ GENERATOR = "paperrec"
 
 @dataclass(frozen=True)
 class FeedEntry:
-    paper_id: str
-    title: str
+    paper: ItemView  # as every surface shows it (ranking/item_view.py)
     url: str  # the paper's page (its URL, else its DOI, else the API's record of it)
-    authors: list[str]
-    abstract: str
-    reason: str
+    authors: list[str]  # all of them (the view's are shortened)
+    rank: int
+    close_likes: int
     probability: float | None
     published: dt.datetime | None  # the paper's date (or 1 January of its year)
     updated: dt.datetime  # the same, or for an undated paper when the feed URL was issued
+
+    @property
+    def paper_id(self) -> str:
+        return self.paper.id
 
     @property
     def id(self) -> str:
@@ -60,14 +64,18 @@ class FeedEntry:
 
     @property
     def why(self) -> str:
-        """The reason and the probability, in words."""
-        chance = ("" if self.probability is None
-                  else f" Chance you find it worth reading: {round(self.probability * 100)}%.")
-        return f"Why it is on your list: {self.reason}.{chance}"
+        """Where it stands on the list and why, in words."""
+        standing = self.paper.standing
+        return (f"{standing[:1].upper()}{standing[1:]}: " if standing else "") + \
+            f"on your list because {self.paper.reason}."
 
     @property
     def content_text(self) -> str:
-        return f"{self.why}\n\n{self.abstract}".strip()
+        """Authors, year and category; why; the abstract; the links."""
+        lines = [" · ".join(part for part in (self.paper.authors, self.paper.when) if part),
+                 self.why, self.paper.abstract,
+                 "\n".join(f"{label}: {url}" for label, url in self.paper.links)]
+        return "\n\n".join(line for line in lines if line)
 
 
 @dataclass(frozen=True)
@@ -127,10 +135,10 @@ class FeedBuilder:
             paper = papers.get(item.paper_id) or Paper(item.paper_id, item.title)
             published = _published(paper)
             entries.append(FeedEntry(
-                paper_id=item.paper_id, title=item.title, url=self._url(paper),
-                authors=list(paper.authors), abstract=paper.abstract, reason=item.reason,
-                probability=item.probability, published=published,
-                updated=published or issued))
+                item_view(paper, title=item.title, reason=item.reason, standing=item.standing),
+                url=self._url(paper), authors=list(paper.authors), rank=item.rank,
+                close_likes=item.close_likes, probability=item.probability,
+                published=published, updated=published or issued))
         return Feed(urls.user_id, urls, self._public_url + "/",
                     dt.datetime.fromtimestamp(int(now), dt.UTC), entries)
 
@@ -171,12 +179,12 @@ def atom_xml(feed: Feed) -> bytes:
     for entry in feed.entries:
         atom = gen.add_entry(order="append")
         atom.id(entry.id)
-        atom.title(entry.title)
+        atom.title(entry.paper.title)
         atom.link(href=entry.url, rel="alternate")
         for name in entry.authors:
             atom.author(name=name)
-        if entry.abstract:
-            atom.summary(entry.abstract)
+        if entry.paper.abstract:
+            atom.summary(entry.paper.abstract)
         atom.content(entry.content_text, type="text")
         if entry.published is not None:
             atom.published(entry.published)
@@ -186,18 +194,23 @@ def atom_xml(feed: Feed) -> bytes:
 
 def as_json_feed(feed: Feed) -> dict[str, Any]:
     """The feed as a JSON Feed 1.1 document (https://www.jsonfeed.org/version/1.1/); the
-    probability and reason are also given as data in the ``_paperrec`` extension."""
+    rank, standing, reason and probability are also given as data in the ``_paperrec``
+    extension."""
     items = []
-    for rank, entry in enumerate(feed.entries, start=1):
+    for entry in feed.entries:
         item: dict[str, Any] = {
             "id": entry.id,
             "url": entry.url,
-            "title": entry.title,
+            "title": entry.paper.title,
             "content_text": entry.content_text,
-            "summary": entry.abstract or entry.why,
+            "summary": entry.paper.lead or entry.why,
             "date_modified": entry.updated.isoformat(),
-            "_paperrec": {"paper_id": entry.paper_id, "rank": rank, "reason": entry.reason,
-                          "probability": entry.probability},
+            "_paperrec": {"paper_id": entry.paper_id, "rank": entry.rank,
+                          "standing": entry.paper.standing,
+                          "close_likes": entry.close_likes, "reason": entry.paper.reason,
+                          "probability": entry.probability,
+                          "links": [{"label": label, "url": url}
+                                    for label, url in entry.paper.links]},
         }
         if entry.published is not None:
             item["date_published"] = entry.published.isoformat()

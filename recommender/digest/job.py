@@ -27,12 +27,14 @@ from redis.lock import Lock
 from tqdm import tqdm
 
 from recommender.core.errors import PaperrecError
+from recommender.core.papers import Paper
 from recommender.corpus.store import CorpusStore
 from recommender.digest.email import DigestContent, DigestItem, render_digest
 from recommender.digest.links import Action, LinkSigner
 from recommender.digest.mailer import Mailer
 from recommender.digest.subscriptions import Frequency, Subscription, SubscriptionStore
 from recommender.feedback.store import FeedbackStore
+from recommender.ranking.item_view import item_view
 from recommender.ranking.recommender import Recommender
 from recommender.storage.redis_options import redis_errors
 
@@ -133,11 +135,10 @@ class DigestJob:
             token = self.links.sign(sub.user_id, action, paper_id, now)
             return f"{self.public_url}/v1/links/{token}"
 
-        items = [DigestItem(item.paper_id, item.title,
-                            papers[item.paper_id].url if item.paper_id in papers else None,
-                            papers[item.paper_id].abstract if item.paper_id in papers else "",
-                            item.reason, item.probability, link("like", item.paper_id),
-                            link("dislike", item.paper_id))
+        items = [DigestItem(item_view(papers.get(item.paper_id) or Paper(item.paper_id, item.title),
+                                      title=item.title, reason=item.reason,
+                                      standing=item.standing),
+                            link("like", item.paper_id), link("dislike", item.paper_id))
                  for item in reading.items]
         unsubscribe = link("unsubscribe", None)
         label = period if sub.frequency == "daily" else f"week of {_monday(now).isoformat()}"

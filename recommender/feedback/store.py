@@ -32,6 +32,8 @@ from recommender.storage.redis_writes import UserWrites
 
 Signal = Literal["like", "dislike"]
 SET_ASIDE_MAX = 1_000  # papers a reader may have set aside (the newest are kept)
+# What a reader did with a paper, as the pages show it: rated it, or set it aside ("Not now").
+Mark = Literal["like", "dislike", "set-aside"]
 
 # KEYS: feedback hash, the bucket's like counts and users set.
 # ARGV: user, new value ("" = remove), then the papers it is set on. Returns how many of the
@@ -168,17 +170,6 @@ class FeedbackStore:
         return ListState(_feedback(signals), {pid: float(at) for pid, at in served},
                          parse_rules(rules), set_aside)
 
-    def signals(self, user_id: str, paper_ids: list[str]) -> dict[str, Signal]:
-        """The user's like or dislike of each of these papers that has one (one HMGET: a page
-        of ten papers reads ten fields, not the user's whole history)."""
-        if not paper_ids:
-            return {}
-        with redis_errors():
-            values = cast(list[str | None],
-                          self._redis.hmget(self._keys.feedback(user_id), paper_ids))
-        return {pid: parse_signal(value.partition(":")[0])
-                for pid, value in zip(paper_ids, values, strict=True) if value is not None}
-
     def like_counts(self) -> dict[str, int]:
         """Every liked paper with its number of likes: the buckets' counts summed, read in
         one pipeline (one round trip per server; a Cluster pipeline groups them by node)."""
@@ -237,13 +228,22 @@ class FeedbackStore:
             return cast(list[tuple[str, float]], self._redis.zrange(
                 self._keys.set_aside(user_id), 0, -1, withscores=True))
 
-    def is_set_aside(self, user_id: str, paper_ids: list[str]) -> frozenset[str]:
-        """Which of these papers the reader set aside (one ZMSCORE)."""
+    def marks(self, user_id: str, paper_ids: list[str]) -> dict[str, Mark]:
+        """What the user did with each of these papers that has a mark: "like", "dislike",
+        or "set-aside" ("Not now"). One round trip (HMGET and ZMSCORE in a pipeline): a page
+        of ten papers reads ten fields of each key, not the user's whole history."""
         if not paper_ids:
-            return frozenset()
+            return {}
         with redis_errors():
-            scores = self._redis.zmscore(self._keys.set_aside(user_id), paper_ids)
-        return frozenset(pid for pid, at in zip(paper_ids, scores, strict=True) if at is not None)
+            pipe = self._redis.pipeline(transaction=False)
+            pipe.hmget(self._keys.feedback(user_id), paper_ids)
+            pipe.zmscore(self._keys.set_aside(user_id), paper_ids)
+            values, times = cast(tuple[list[str | None], list[float | None]], pipe.execute())
+        marks: dict[str, Mark] = {pid: "set-aside" for pid, at in
+                                  zip(paper_ids, times, strict=True) if at is not None}
+        marks.update({pid: parse_signal(value.partition(":")[0])
+                      for pid, value in zip(paper_ids, values, strict=True) if value is not None})
+        return marks
 
     def users(self) -> Iterator[str]:
         """Every user who has given feedback, bucket by bucket."""

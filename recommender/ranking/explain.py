@@ -71,6 +71,21 @@ class Recommendation:
     probability: Annotated[float | None, Field(ge=0, le=1, description=(
         "How likely this user finds it worth reading (calibrated on held-out likes); set on "
         "reading-list items, null on search results and similar papers."))] = None
+    rank: Annotated[int, Field(ge=0, description=(
+        "Its place on the list (1 for the first item; offset + 1 for the first of a later "
+        "page), or in the search results."))] = 0
+    close_likes: Annotated[int, Field(ge=0, description=(
+        "How many of the user's liked papers are near neighbours of it (cosine above the "
+        "collection's noise floor); 0 on search results and similar papers."))] = 0
+    standing: Annotated[str, Field(description=(
+        'Where it stands, in words that mean the same in any collection: "top match of '
+        'your list", "among your top 5 · close to 3 of your likes"; empty on search results '
+        "and similar papers."))] = ""
+    authors: Annotated[list[str], Field(description="Its authors, as recorded.")] = (
+        field(default_factory=list))
+    year: int | None = None
+    venue: Annotated[str | None, Field(description=(
+        'Its arXiv category by name, e.g. "Machine Learning (cs.LG)", when known.'))] = None
 
 
 def explain(ids: list[str], ctx: RankingContext, ranked: Ranked,
@@ -104,12 +119,12 @@ def explain(ids: list[str], ctx: RankingContext, ranked: Ranked,
             ids[row], _title(titles, ids[row]), round(float(ranked.scores[pos]), 4), words,
             [reason for _, _, reason in sorted(parts, key=lambda part: -part[0])],
             [r.paper_id for _, _, r in parts if isinstance(r, SimilarToLiked)],
-            round(float(probability[pos]), 4)))
+            round(float(probability[pos]), 4), close_likes=int(ranked.close_likes[pos])))
     return items
 
 
 def followed(paper_id: str, titles: Mapping[str, str], rule_kind: str, rule_value: str,
-             score: float, probability: float) -> Recommendation:
+             score: float, probability: float, close_likes: int = 0) -> Recommendation:
     """A new paper of an author, keyword or category the reader follows, put first by their
     rule; ``probability``: the model's, as for any item."""
     where = {"author": "from an author", "category": "in a category"}.get(
@@ -117,14 +132,15 @@ def followed(paper_id: str, titles: Mapping[str, str], rule_kind: str, rule_valu
     return Recommendation(paper_id, _title(titles, paper_id), round(score, 4),
                           f"new {where} you follow: {rule_value}",
                           [FollowedRule(f"{rule_kind}: {rule_value}")],
-                          probability=round(probability, 4))
+                          probability=round(probability, 4), close_likes=close_likes)
 
 
 def plain(ids: list[str], hits: list[tuple[int, float]], titles: Mapping[str, str],
           reason: str) -> list[Recommendation]:
     """Search results and similar papers: one reason for all."""
-    return [Recommendation(ids[row], _title(titles, ids[row]), round(score, 4), reason)
-            for row, score in hits]
+    return [Recommendation(ids[row], _title(titles, ids[row]), round(score, 4), reason,
+                           rank=place)
+            for place, (row, score) in enumerate(hits, start=1)]
 
 
 def _title(titles: Mapping[str, str], paper_id: str) -> str:

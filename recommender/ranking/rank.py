@@ -9,14 +9,14 @@ the offline evaluation all call it; only where the request's likes come from dif
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from recommender.ranking.context import RankingContext
 from recommender.ranking.diversity import COLD_START_DIVERSITY, top
 from recommender.ranking.request import ListRequest
-from recommender.ranking.scoring import Scores, nearest_likes, score
+from recommender.ranking.scoring import Scores, close_likes, nearest_likes, score
 
 
 @dataclass
@@ -35,6 +35,8 @@ class Ranked:
     # scores / scale say how far a paper stands out for this user (calibration.py); 1 without
     # likes.
     scale: float = 1.0
+    # How many of the user's likes are near neighbours of each row (``scoring.close_likes``).
+    close_likes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
 
 def rank(ctx: RankingContext, request: ListRequest) -> Ranked:
@@ -57,7 +59,8 @@ def rank(ctx: RankingContext, request: ListRequest) -> Ranked:
     nearest, nearest_sim = nearest_likes(ctx, parts.vectors[order], request.liked)
     return Ranked(parts.rows[order], scores[order], parts.content[order], nearest, nearest_sim,
                   parts.collaborative[order], parts.popularity[order], request.personalized,
-                  parts.scale)
+                  parts.scale, close_likes(ctx, parts.vectors[order], request.liked,
+                                                 request.liked_vectors))
 
 
 def _scored(ctx: RankingContext, request: ListRequest, want: int,

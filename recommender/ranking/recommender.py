@@ -30,10 +30,11 @@ from recommender.ranking.calibration import Calibration, default_for
 from recommender.ranking.collaborative import CollaborativeModel
 from recommender.ranking.context import LiveContext, RankingContext
 from recommender.ranking.explain import Recommendation, explain, followed, plain
+from recommender.ranking.item_view import standing, venue, year_of
 from recommender.ranking.rank import Ranked, rank
 from recommender.ranking.reader_rules import DAY_SECONDS, plan_rules
 from recommender.ranking.request import ListRequest
-from recommender.ranking.scoring import score
+from recommender.ranking.scoring import close_likes, score
 from recommender.ranking.why_not import LIST_DEPTH, WhyNot, why_not
 from recommender.storage.versions import LiveVersion
 
@@ -79,7 +80,7 @@ class Recommender:
         rows, scores = index.search(index.vectors[row : row + 1], k + 1)
         hits = [(int(r), float(s)) for r, s in zip(rows[0], scores[0], strict=True)
                 if r >= 0 and r != row][:k]
-        return self._plain(index, hits, "close in content")
+        return self._described(self._plain(index, hits, "close in content"))
 
     def search(self, query: str, k: int, viewer: str | None = None) -> list[Recommendation]:
         """The indexed papers closest to the query; for ``viewer``, also the papers they
@@ -98,13 +99,13 @@ class Recommender:
         uploaded = self._corpus.pending_of(viewer) if viewer else []
         own_ids, own_vectors = self._cached_vectors(index, uploaded)
         if not own_ids:
-            return self._plain(index, hits, reason)
+            return self._described(self._plain(index, hits, reason))
         own = own_vectors @ vector[0]  # the index's score: inner product of centred unit vectors
         all_ids = index.ids + own_ids
         hits = sorted(hits + [(len(index.ids) + i, float(s)) for i, s in enumerate(own)],
                       key=lambda hit: -hit[1])[:k]
         titles = self._corpus.titles([all_ids[row] for row, _ in hits])
-        return plain(all_ids, hits, titles, reason)
+        return self._described(plain(all_ids, hits, titles, reason))
 
     def recommend(
         self,
@@ -155,7 +156,7 @@ class Recommender:
         # newcomer's list (and first digest) is not cut.
         floor = request.min_probability if ranked.personalized else 0.0
         likely = [item for item in ranked_items if (item.probability or 0.0) >= floor]
-        items += likely
+        items = self._described(items + likely, ranked.personalized, first=request.offset + 1)
         if record:
             self._feedback.record_served(user_id, [item.paper_id for item in items], now)
         return ReadingList(user_id, ranked.personalized, items, index.version,
@@ -251,6 +252,23 @@ class Recommender:
         return ([pid for pid, _ in found],
                 centre_query(np.stack([vector for _, vector in found]), index.space.mean))
 
+    def _described(self, items: list[Recommendation], personalized: bool | None = None, *,
+                   first: int = 1) -> list[Recommendation]:
+        """The items with their place (from ``first``), their authors, year and venue from
+        the corpus, and for a reading list (``personalized`` given) their standing in words
+        (``item_view.standing``)."""
+        papers = self._corpus.get_many([item.paper_id for item in items])
+        described = []
+        for place, item in enumerate(items, start=first):
+            paper = papers.get(item.paper_id)
+            described.append(replace(
+                item, rank=place,
+                standing="" if personalized is None else standing(
+                    place, item.close_likes, personalized),
+                authors=list(paper.authors) if paper else [],
+                year=year_of(paper) if paper else None, venue=venue(paper) if paper else None))
+        return described
+
     def _plain(self, index: PaperIndex, hits: list[tuple[int, float]],
                reason: str) -> list[Recommendation]:
         titles = self._corpus.titles([index.ids[row] for row, _ in hits])
@@ -280,8 +298,9 @@ def _followed_items(ctx: RankingContext, request: ListRequest, calibration: Cali
     scored = score(ctx, request, rows=np.asarray([row for row, _ in put_first], dtype=np.int64))
     probability = calibration.probability(scored.total / scored.scale, request.likes)
     top = max([1.0, *(float(s) for s in ranked.scores[:1])])
-    return [followed(ids[row], titles, rule.kind, rule.value, top, float(p))
-            for (row, rule), p in zip(put_first, probability, strict=True)]
+    near = close_likes(ctx, scored.vectors, request.liked, request.liked_vectors)
+    return [followed(ids[row], titles, rule.kind, rule.value, top, float(p), int(n))
+            for (row, rule), p, n in zip(put_first, probability, near, strict=True)]
 
 
 def _nearest_unindexed(ranked: Ranked, ctx: RankingContext, ids: list[str],

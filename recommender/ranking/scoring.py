@@ -90,6 +90,20 @@ def nearest_likes(ctx: RankingContext, vectors: np.ndarray,
     return liked[best], sims[np.arange(len(vectors)), best]
 
 
+def close_likes(ctx: RankingContext, vectors: np.ndarray, liked: np.ndarray,
+                liked_vectors: np.ndarray | None = None) -> np.ndarray:
+    """For each vector, how many liked papers (rows ``liked``, and vectors of likes not
+    indexed yet) are near neighbours of it: a cosine above the collection's noise floor, the
+    same bar as a "similar to" reason (``explain``)."""
+    count = np.zeros(len(vectors), np.int64)
+    floor = ctx.statistics.noise_floor
+    if len(liked) and len(vectors):
+        count += (vectors @ ctx.vectors[liked].T > floor).sum(axis=1)
+    if liked_vectors is not None and len(liked_vectors) and len(vectors):
+        count += (vectors @ np.asarray(liked_vectors).T > floor).sum(axis=1)
+    return count
+
+
 def _scored_rows(ctx: RankingContext, liked: np.ndarray, direction: np.ndarray | None,
                  cf_all: np.ndarray | None, rows: np.ndarray | None,
                  want: int | None) -> tuple[np.ndarray, np.ndarray]:

@@ -38,7 +38,7 @@ from recommender.ranking.explain import (
 )
 from recommender.ranking.rank import Ranked
 from recommender.ranking.request import ListRequest
-from recommender.ranking.scoring import Scores, nearest_likes, score
+from recommender.ranking.scoring import Scores, close_likes, nearest_likes, score
 
 ESTIMATE_DEPTH = 200  # over an approximate index, rank among the candidates of this deep a list
 LIST_DEPTH = 100  # why-not finds a paper's place on the list this deep (or to the page's end)
@@ -275,7 +275,8 @@ def _explained(ctx: RankingContext, mine: Scores, liked: np.ndarray,
     """The paper's reasons, exactly as a list item's (``explain``)."""
     nearest, similarity = nearest_likes(ctx, mine.vectors, liked)
     ranked = Ranked(mine.rows, mine.total, mine.content, nearest, similarity,
-                    mine.collaborative, mine.popularity, bool(len(liked)), mine.scale)
+                    mine.collaborative, mine.popularity, bool(len(liked)), mine.scale,
+                    close_likes(ctx, mine.vectors, liked))
     found = dict(titles([ctx.item_ids[int(r)] for r in nearest if r >= 0]))
     found[paper.id] = paper.title
     return explain(ctx.item_ids, ctx, ranked, found, np.asarray([probability]))[0]

@@ -36,7 +36,7 @@ class SubscriptionBody(Strict):
     max_items: JsonInteger = Field(10, ge=1, le=MAX_ITEMS_LIMIT)
     min_probability: JsonNumber = Field(DEFAULT_MIN_PROBABILITY, ge=0, le=1, description=(
         "Send only papers at least this likely to be worth reading; a period with none "
-        "sends no email."))
+        "sends no email. 0 (the default): no bar, the top of the list is sent."))
 
 
 @api.put("/v1/users/<user_id>/subscription",

@@ -1,6 +1,8 @@
 // paperrec's web pages: send the like / dislike / not-now / undo forms in place, so the
-// reader keeps their place in the list. Every form works without this script (a POST, then
-// a redirect back); if anything goes wrong here the form is sent the ordinary way.
+// reader keeps their place in the list: the paper stays where it is, showing its new state
+// and an Undo button (the server renders them). Every form works without this script (a
+// POST, then a redirect back to the paper's place on the page); if anything goes wrong here
+// the form is sent the ordinary way.
 "use strict";
 
 function announce(text) {
@@ -16,11 +18,12 @@ document.addEventListener("submit", async (event) => {
     return;
   }
   event.preventDefault();
-  const buttons = form.closest(".actions").querySelectorAll("button");
-  buttons.forEach((button) => { button.disabled = true; });
+  const actions = form.closest(".actions");
+  actions.querySelectorAll("button").forEach((button) => { button.disabled = true; });
   let answer;
   try {
-    const response = await fetch(form.action, {
+    // Not form.action: the form has an input named "action", which that property returns.
+    const response = await fetch(form.getAttribute("action"), {
       method: "POST",
       body: new FormData(form),
       headers: { Accept: "application/json" },
@@ -34,12 +37,13 @@ document.addEventListener("submit", async (event) => {
     form.submit();  // the server's answer page says what went wrong
     return;
   }
-  announce(answer.message);
-  const item = form.closest("li.paper");
-  const inList = document.body.classList.contains("page-list");
-  if (item && inList && answer.action !== "undo") {
-    item.remove();  // rated or set aside: it leaves the list
-  } else {
-    window.location.reload();
+  const fresh = document.createElement("template");
+  fresh.innerHTML = answer.html.trim();
+  const replacement = fresh.content.firstElementChild;
+  actions.replaceWith(replacement);
+  const next = replacement.querySelector("button");
+  if (next) {
+    next.focus({ preventScroll: true });
   }
+  announce(answer.message);
 });

@@ -33,7 +33,7 @@ def library() -> Response:
     rated = list(reversed(components().feedback.get(user)))  # newest first
     papers = components().corpus.get_many([f.paper_id for f in rated])
     items = views([(f.paper_id, papers[f.paper_id].title if f.paper_id in papers
-                    else f.paper_id, "", None) for f in rated], user)
+                    else f.paper_id, "", "") for f in rated], user)
     exports = [(fmt, url_for("web.export_library", fmt=FILE_EXTENSIONS[fmt]))
                for fmt in FORMATS]
     return page("library.html", active="library",

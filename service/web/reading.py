@@ -11,14 +11,14 @@ it back. Like and dislike are the API's feedback: a rated paper leaves the list 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Any, Literal
-from urllib.parse import quote
+from dataclasses import replace
+from typing import Any
 
-from flask import Response, flash, g, jsonify, request, url_for
+from flask import Response, flash, g, get_template_attribute, jsonify, request, url_for
 
 from recommender.core.errors import InvalidInput, PaperrecError
-from recommender.core.papers import Paper, web_url
+from recommender.core.papers import Paper
+from recommender.ranking.item_view import ItemView, item_view
 
 from ..state import components
 from .blueprint import (
@@ -37,64 +37,19 @@ PAGE_SIZE = 10
 MAX_PAGE = 50
 SIMILAR = 5
 SEARCH_RESULTS = 20
-State = Literal["like", "dislike", "set_aside", "none"]
 
 
-@dataclass(frozen=True)
-class PaperView:
-    """One paper as a page shows it."""
-
-    id: str
-    title: str
-    authors: str
-    date: str
-    reason: str = ""
-    probability: str = ""
-    state: State = "none"
-    # For "more from this author" and "mute this category" (service/templates/_rules.html).
-    first_author: str = ""
-    categories: tuple[str, ...] = ()
-
-
-def authors_line(authors: list[str], most: int = 6) -> str:
-    if len(authors) <= most:
-        return ", ".join(authors)
-    return ", ".join(authors[:most]) + " et al."
-
-
-def views(items: list[tuple[str, str, str, float | None]], user: str) -> list[PaperView]:
-    """(paper id, title, reason, probability) as the pages show them, with the paper's
-    authors and date from the corpus and the reader's like, dislike or "not now"."""
+def views(items: list[tuple[str, str, str, str]], user: str) -> list[ItemView]:
+    """(paper id, title, reason, standing) as the pages show them (``item_view``): with the
+    paper's authors, year, category, abstract and links from the corpus, and what the reader
+    did with it (liked, disliked, set aside)."""
     parts = components()
     ids = [pid for pid, _, _, _ in items]
     papers = parts.corpus.get_many(ids)
-    signals: dict[str, State] = {pid: "set_aside" for pid in parts.feedback.is_set_aside(user, ids)}
-    signals.update(parts.feedback.signals(user, ids))
-    shown = []
-    for pid, title, reason, probability in items:
-        paper = papers.get(pid)
-        shown.append(PaperView(
-            pid, title, authors_line(paper.authors) if paper else "", _date(paper), reason,
-            f"{probability:.0%}" if probability is not None else "",
-            signals.get(pid, "none"), paper.authors[0] if paper and paper.authors else "",
-            tuple(paper.categories) if paper else ()))
-    return shown
-
-
-def _date(paper: Paper | None) -> str:
-    if paper is None:
-        return ""
-    return paper.date or (str(paper.year) if paper.year else "")
-
-
-def links(paper: Paper) -> list[tuple[str, str]]:
-    """(text, address) of the paper's links; only http(s) addresses (a ``javascript:`` URL
-    in an ingested file must not become a link)."""
-    found = [(paper.url, paper.url)] if paper.url else []
-    if paper.doi:
-        found.append((f"doi:{paper.doi}", f"https://doi.org/{quote(paper.doi, safe='/')}"))
-    found += [(f"Code: {url}", url) for url in paper.code_urls]
-    return [(text, url) for text, url in found if web_url(url)]
+    marks = parts.feedback.marks(user, ids)
+    return [item_view(papers.get(pid) or Paper(pid, title), title=title, reason=reason,
+                      standing=standing, state=marks.get(pid, "none"))
+            for pid, title, reason, standing in items]
 
 
 @web.get("/")
@@ -117,7 +72,7 @@ def reading_list() -> Response:
     found = components().recommender.recommend(
         user, PAGE_SIZE, now=time.time(), offset=(number - 1) * PAGE_SIZE, diversity=diversity,
         since=since, include_set_aside=show_set_aside)
-    items = views([(i.paper_id, i.title, i.reason, i.probability) for i in found.items], user)
+    items = views([(i.paper_id, i.title, i.reason, i.standing) for i in found.items], user)
     controls = {"diversity": args.get("diversity", ""), "since": args.get("since", ""),
                 "set_aside": "1" if show_set_aside else ""}
     query: dict[str, Any] = {k: v for k, v in controls.items() if v}
@@ -141,10 +96,10 @@ def paper(paper_id: str) -> Response:
         similar = parts.recommender.similar(found.id, SIMILAR, viewer=user)
     except PaperrecError:  # not indexed yet (an imported paper): no neighbours to show
         similar = []
-    state = views([(found.id, found.title, "", None)], user)[0]
-    return page("paper.html", active="list", paper=found, state=state, links=links(found),
-                authors=", ".join(found.authors), date=_date(found),
-                similar=views([(i.paper_id, i.title, i.reason, None) for i in similar], user),
+    item = views([(found.id, found.title, "", "")], user)[0]
+    return page("paper.html", active="list", paper=found,
+                item=replace(item, authors=", ".join(found.authors)),  # all of them here
+                similar=views([(i.paper_id, i.title, i.reason, "") for i in similar], user),
                 here=request.full_path.rstrip("?"))
 
 
@@ -156,10 +111,10 @@ def search() -> Response:
     query = request.args.get("q", "").strip()
     if len(query) > 1000:
         raise InvalidInput("the search text is longer than 1000 characters")
-    results: list[PaperView] = []
+    results: list[ItemView] = []
     if query:
         found = components().recommender.search(query, SEARCH_RESULTS, viewer=user)
-        results = views([(i.paper_id, i.title, "", None) for i in found], user)
+        results = views([(i.paper_id, i.title, "", "") for i in found], user)
     return page("search.html", active="search", query=query, results=results,
                 here=request.full_path.rstrip("?"))
 
@@ -167,8 +122,9 @@ def search() -> Response:
 @web.post("/papers/<path:paper_id>/rate")
 @signed_in
 def rate(paper_id: str) -> Response:
-    """Like, dislike, not now, or undo a like or dislike; then back to the page it came from
-    (or, from the page's script, a JSON answer with the paper's new state)."""
+    """Like, dislike, not now, or undo; then back to the place on the page it came from (the
+    form's ``next``, with the paper's anchor), or, asked by the page's script, a JSON answer
+    with the paper's new state and its buttons for it, which the script puts in place."""
     user = current_user()
     assert user is not None
     parts = components()
@@ -183,16 +139,24 @@ def rate(paper_id: str) -> Response:
         parts.feedback.set_aside(user, found.id, now)
         message = f"Set \u201c{found.title}\u201d aside."
     elif action == "undo":
-        rated = parts.feedback.remove(user, found.id)
-        if parts.feedback.put_back(user, found.id) and not rated:
+        # A like or dislike is taken back; without one, "Not now" is: back on the list.
+        if parts.feedback.remove(user, found.id):
+            g.feedback_written = "remove"  # service.metrics
+            message = f"Took your rating of \u201c{found.title}\u201d back."
+        elif parts.feedback.put_back(user, found.id):
             message = f"Put \u201c{found.title}\u201d back on your list."
         else:
-            message = f"Took your rating of \u201c{found.title}\u201d back."
+            message = f"\u201c{found.title}\u201d has nothing to undo."
     else:
         raise InvalidInput("the action must be like, dislike, not-now or undo")
-    if action in ("like", "dislike", "undo"):
-        g.feedback_written = "remove" if action == "undo" else action  # service.metrics
+    if action in ("like", "dislike"):
+        g.feedback_written = action  # service.metrics
     if request.accept_mimetypes.best == "application/json":
-        return jsonify({"paper_id": found.id, "action": action, "message": message})
+        item = views([(found.id, found.title, "", "")], user)[0]
+        here = request.form.get("next", "").partition("#")[0]  # the buttons add the anchor
+        buttons = get_template_attribute("_papers.html", "actions")
+        return jsonify({"paper_id": found.id, "action": action, "message": message,
+                        "state": item.state,
+                        "html": str(buttons(item, here, request.form.get("set_aside") != "0"))})
     flash(message)
     return back()
