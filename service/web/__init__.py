@@ -28,6 +28,7 @@ from . import (  # noqa: F401  (each declares its views on the blueprint)
     library_pages,
     reading,
     sign_in,
+    welcome,
 )
 from .accounts import (
     EXTENSION,
