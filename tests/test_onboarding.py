@@ -13,7 +13,7 @@ from recommender.core.config import Settings
 from recommender.embedding.cache import EmbeddingCache
 from recommender.embedding.encoders import TextEncoder
 from recommender.evaluation.dataset import load_dataset
-from recommender.evaluation.runner import run_evaluation
+from recommender.evaluation.runner import render_table, run_evaluation
 from recommender.ranking.calibration import DEFAULT
 from recommender.ranking.context import RankingContext
 from recommender.ranking.onboarding import questions
@@ -122,12 +122,14 @@ def test_the_evaluation_reports_the_first_list_after_n_answers(
     for n in ("3", "6"):
         assert set(onboarding[n]) == {"adaptive", "random", "popular"}
         for figures in onboarding[n].values():
-            assert set(figures) == {"ndcg@20", "recall@20"}
+            assert set(figures) == {"ndcg@20", "recall@20", "readers_with_a_like"}
             assert all(0.0 <= value <= 1.0 for value in figures.values())
     # three topics: three questions reach every reader's own topic, so their list is theirs
     # (but for a test paper asked and answered "not for me": it is not in their training)
     assert onboarding["3"]["adaptive"]["recall@20"] > 0.9, onboarding
     assert onboarding["6"]["adaptive"]["ndcg@20"] >= onboarding["6"]["random"]["ndcg@20"]
+    table = render_table(report)
+    assert "6 answers, adaptive" in table and "(12 simulated new readers)" in table
 
 
 def test_the_number_of_answers_is_bounded(

@@ -47,8 +47,9 @@ REPORTED = {name: METRICS.index(name) for name in ("ndcg@20", "recall@20")}
 def evaluate_onboarding(data: Dataset, vectors: np.ndarray, counts: Sequence[int], seed: int,
                         exact_max: int, calibration: Calibration,
                         progress: bool = True) -> dict[str, Any]:
-    """``{"<n>": {strategy: {"ndcg@20", "recall@20"}}, "users": ..., "seconds"...}`` for each
-    number of answers ``n`` in ``counts``."""
+    """``{"<n>": {strategy: {"ndcg@20", "recall@20", "readers_with_a_like"}}, "users": ...}``
+    for each number of answers ``n`` in ``counts``; ``readers_with_a_like``: the share of the
+    readers who met at least one paper of their own library among the ``n``."""
     counts = sorted(set(counts))
     if not counts or not all(1 <= n <= MAX_ANSWERS for n in counts):
         raise InvalidInput(f"each number of onboarding answers must be from 1 to {MAX_ANSWERS}")
@@ -61,7 +62,7 @@ def evaluate_onboarding(data: Dataset, vectors: np.ndarray, counts: Sequence[int
     if len(evaluated) > ONBOARDING_USERS:
         evaluated = np.sort(rng.choice(evaluated, ONBOARDING_USERS, replace=False))
     popular = np.argsort(-data.like_counts, kind="stable")[:max(counts)]
-    totals = {n: {s: np.zeros(len(REPORTED)) for s in STRATEGIES} for n in counts}
+    totals = {n: {s: np.zeros(len(REPORTED) + 1) for s in STRATEGIES} for n in counts}
     for user in tqdm(evaluated.tolist(), desc="onboarding", unit="user", disable=not progress):
         train = np.asarray(data.train[user], np.int64)
         drawn = np.random.default_rng([seed, user]).permutation(len(ctx.item_ids))[:max(counts)]
@@ -69,11 +70,14 @@ def evaluate_onboarding(data: Dataset, vectors: np.ndarray, counts: Sequence[int
                  "random": drawn, "popular": popular}
         for strategy, asked in shown.items():
             for n in counts:
-                totals[n][strategy] += _scored(ctx, asked[:n], train, data.test[user])
+                totals[n][strategy] += np.append(
+                    _scored(ctx, asked[:n], train, data.test[user]),
+                    float(np.isin(asked[:n], train).any()))
     users = len(evaluated)
     report: dict[str, Any] = {
         str(n): {s: {name: round(float(total[i]) / users, 4)
-                     for i, name in enumerate(REPORTED)} for s, total in by.items()}
+                     for i, name in enumerate([*REPORTED, "readers_with_a_like"])}
+                 for s, total in by.items()}
         for n, by in totals.items()}
     return {**report, "users": users, "topics": len(topics),
             "protocol": "liked iff in the user's training library, else disliked; "

@@ -186,6 +186,16 @@ def render_table(report: dict[str, Any]) -> str:
         for name, result in report["new_papers"].items():
             cells = "".join(f"{result[metric]:>12.4f}" for metric in NEW_PAPER_METRICS)
             lines.append(f"{name:<18}{cells}{result['users']:>12}")
+    if "onboarding" in report:
+        first = report["onboarding"]
+        names = ("ndcg@20", "recall@20", "readers_with_a_like")
+        header = f"{'first list':<22}" + "".join(f"{name:>21}" for name in names)
+        lines += ["", header, "-" * len(header)]
+        for n in sorted((key for key in first if key.isdigit()), key=int):
+            for strategy, figures in first[n].items():
+                label = f"{n} answers, {strategy}"
+                lines.append(f"{label:<22}" + "".join(f"{figures[m]:>21.4f}" for m in names))
+        lines.append(f"({first['users']} simulated new readers)")
     data = report["dataset"]
     lines.append(f"{data['papers']} papers, {data['users_with_test']} users with test papers, "
                  f"{data['train_likes']} training likes, {data['test_likes']} test likes, "
