@@ -276,11 +276,12 @@ class Paperrec:
 
     def evaluate(self, data: Dataset, methods: list[str], *, seed: int = 0,
                  index: str = "auto", new_papers: float | None = None,
+                 onboarding: list[int] | None = None,
                  progress: bool = True) -> dict[str, Any]:
         """The offline evaluation of these methods (``evaluation.runner``)."""
         return run_evaluation(data, methods, seed, self.settings, self.embedder,
                               self.embedding_cache, progress=progress, index=index,
-                              new_papers=new_papers)
+                              new_papers=new_papers, onboarding=onboarding)
 
     def scheduled_round(self, now: float, on_rejection: OnRejection) -> list[StepOutcome]:
         """One round of the scheduled jobs (`paperrec jobs`): harvest the arXiv categories

@@ -78,6 +78,8 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     (["search", "graphs", "-k", "0"], "expected a whole number of 1 or more"),
     (["evaluate", "--papers", "p", "--train", "t", "--test", "t", "--methods", "hybrid",
       "--json", "o", "--index", "ivf"], "'ivf' is no index kind"),
+    (["evaluate", "--papers", "p", "--train", "t", "--test", "t", "--methods", "hybrid",
+      "--json", "o", "--onboarding", "5,0"], "numbers of answers from 1 to 50"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
 ])
 def test_mistaken_arguments_exit_2_and_say_why(

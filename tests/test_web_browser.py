@@ -113,6 +113,9 @@ def sign_in(page: Page, site: Site, address: str) -> None:
     expect(page.get_by_role("heading", name="Check your email")).to_be_visible()
     page.goto(site.sign_in_link(address))
     page.get_by_role("button", name="Sign in").click()
+    # a new reader lands on the welcome page (test_web_welcome_browser.py); on to the list
+    expect(page.get_by_role("heading", name="Welcome to paperrec")).to_be_visible()
+    page.get_by_role("link", name="Your list").click()
     expect(page.get_by_role("heading", name="Your list")).to_be_visible()
 
 

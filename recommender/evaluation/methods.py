@@ -269,6 +269,12 @@ class Hybrid:
         self._context = context_for(index, model, data.like_counts)
         self._digest = None
 
+    @property
+    def context(self) -> RankingContext:
+        """The ranking context it ranks in (fitted)."""
+        assert self._context is not None, "fit first"
+        return self._context
+
     def scores(self, liked: np.ndarray, among: np.ndarray | None = None) -> TopRows:
         """The top ``DEPTH``; ``among``: of those rows only, ranked as a digest ranks the papers
         that came out since the last one (``since_day``), here the rows ``among``."""

@@ -32,6 +32,7 @@ from recommender.evaluation.metrics import (
     top_rows,
     user_metrics,
 )
+from recommender.evaluation.onboarding import evaluate_onboarding
 from recommender.ranking import calibration
 from recommender.storage.versions import write_atomically
 
@@ -43,7 +44,7 @@ THRESHOLDS = (0.05, 0.1, 0.2, 0.3, 0.5)
 def run_evaluation(
     data: Dataset, methods: list[str], seed: int, settings: Settings, embedder: TextEncoder,
     cache: EmbeddingCache, progress: bool = True, index: str = "auto",
-    new_papers: float | None = None,
+    new_papers: float | None = None, onboarding: list[int] | None = None,
 ) -> dict[str, Any]:
     """Evaluate each method on every user with test papers; seconds include fitting.
 
@@ -55,6 +56,10 @@ def run_evaluation(
     ``seed``); the report then has ``new_papers`` beside ``methods``: per method, the
     ``NEW_PAPER_METRICS`` of the new papers ranked among themselves, averaged over the users
     with a new paper in test (``users``).
+
+    ``onboarding``: numbers of answers; the report then has ``onboarding``: the first list of
+    simulated new readers after that many answers, for the product's questions and for random
+    and popular ones (``evaluation.onboarding``).
     """
     exact_max = exact_max_for(index, settings.exact_index_max)
     unknown = [name for name in methods if name not in METHOD_NAMES]
@@ -71,7 +76,7 @@ def run_evaluation(
     summary: dict[str, Any] = {**data.summary(), "index": None}
     built = [make_method(name, seed, exact_max) for name in methods]
     vectors = None
-    if any(method.needs_vectors for method in built):
+    if onboarding or any(method.needs_vectors for method in built):
         started = time.perf_counter()
         vectors, embedded = paper_vectors(data.papers, embedder, cache, progress)
         summary.update(embedding_model=settings.model, embedding=embedder.variant,
@@ -112,6 +117,13 @@ def run_evaluation(
     report: dict[str, Any] = {"methods": results}
     if new_rows is not None:
         report["new_papers"] = on_new
+    if onboarding:
+        assert vectors is not None
+        started = time.perf_counter()
+        report["onboarding"] = evaluate_onboarding(
+            data, vectors, onboarding, seed, exact_max, calibration.default_for(settings.model),
+            progress)
+        report["onboarding"]["seconds"] = round(time.perf_counter() - started, 3)
     return {**report, "dataset": summary, "seed": seed}
 
 
@@ -174,6 +186,16 @@ def render_table(report: dict[str, Any]) -> str:
         for name, result in report["new_papers"].items():
             cells = "".join(f"{result[metric]:>12.4f}" for metric in NEW_PAPER_METRICS)
             lines.append(f"{name:<18}{cells}{result['users']:>12}")
+    if "onboarding" in report:
+        first = report["onboarding"]
+        names = ("ndcg@20", "recall@20", "readers_with_a_like")
+        header = f"{'first list':<22}" + "".join(f"{name:>21}" for name in names)
+        lines += ["", header, "-" * len(header)]
+        for n in sorted((key for key in first if key.isdigit()), key=int):
+            for strategy, figures in first[n].items():
+                label = f"{n} answers, {strategy}"
+                lines.append(f"{label:<22}" + "".join(f"{figures[m]:>21.4f}" for m in names))
+        lines.append(f"({first['users']} simulated new readers)")
     data = report["dataset"]
     lines.append(f"{data['papers']} papers, {data['users_with_test']} users with test papers, "
                  f"{data['train_likes']} training likes, {data['test_likes']} test likes, "

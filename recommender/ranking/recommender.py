@@ -31,10 +31,12 @@ from recommender.ranking.collaborative import CollaborativeModel
 from recommender.ranking.context import LiveContext, RankingContext
 from recommender.ranking.explain import Recommendation, explain, followed, plain
 from recommender.ranking.item_view import standing, venue, year_of
+from recommender.ranking.onboarding import Question, questions
 from recommender.ranking.rank import Ranked, rank
 from recommender.ranking.reader_rules import DAY_SECONDS, plan_rules
 from recommender.ranking.request import ListRequest
 from recommender.ranking.scoring import close_likes, score
+from recommender.ranking.topics import TopicCache
 from recommender.ranking.why_not import LIST_DEPTH, WhyNot, why_not
 from recommender.storage.versions import LiveVersion
 
@@ -64,6 +66,7 @@ class Recommender:
         self._feedback = feedback
         self._embedder = embedder
         self._context = LiveContext()
+        self._topics = TopicCache()
 
     def paper(self, paper_id: str, viewer: str | None = None) -> Paper:
         """The paper, as ``viewer`` may see it: a reader's upload not verified yet is there
@@ -192,6 +195,19 @@ class Recommender:
         listed = rank(ctx, replace(request, offset=0, k=max(offset + k, LIST_DEPTH))).rows
         return why_not(ctx, request, paper, row, listed, calibration=calibration,
                        titles=self._corpus.titles, user_id=user_id)
+
+    def questions(self, user_id: str, k: int, *, now: float) -> list[tuple[str, str, Question]]:
+        """A new reader's next ``k`` questions (``onboarding.questions``) as (paper id,
+        title, question), over the topics of the index served now (found once per version).
+        Records nothing."""
+        index, ctx, calibration = self._serving(now)
+        request = self._request(user_id, index, now, None, k=k, exclude_served=False,
+                                min_probability=0.0, include_set_aside=False)
+        topics = self._topics.get(index.version, ctx.vectors, ctx.popularity, ctx.popular_rows)
+        asked = questions(ctx, topics, calibration, request, k)
+        ids = [index.ids[q.row] for q in asked]
+        titles = self._corpus.titles(ids)
+        return [(pid, titles.get(pid, pid), q) for pid, q in zip(ids, asked, strict=True)]
 
     def _serving(self, now: float) -> tuple[PaperIndex, RankingContext, Calibration]:
         """The index, the ranking context and the calibration served now."""

@@ -17,6 +17,7 @@ from .texts import EVALUATE_HELP, FETCH_ARXIV_HELP, FETCH_OPENREVIEW_HELP
 
 BAD_ARGUMENTS = 2  # exit status of a mistaken argument or setting, as argparse's usage errors
 DEFAULT_PORT = 8000
+MAX_ONBOARDING_ANSWERS = 50  # evaluation.onboarding.MAX_ANSWERS (not imported: --help is quick)
 LIBRARY_FORMATS = ("bibtex", "ris", "csl-json", "ids")
 Commands = argparse._SubParsersAction
 
@@ -252,6 +253,10 @@ def _add_evaluate(sub: Commands) -> None:
     evaluate.add_argument("--new-papers", type=_fraction, default=None, metavar="FRACTION",
                           help="make this fraction of the papers new (no training likes) and "
                           "also rank the new papers among themselves (see above)")
+    evaluate.add_argument("--onboarding", type=_answer_counts, default=None, metavar="N,N",
+                          help="also simulate new readers answering N onboarding questions "
+                          "(the welcome page's, random or popular papers) and score their "
+                          "first list, e.g. 5,10 (see above)")
     evaluate.add_argument("--quiet", action="store_true", help="no progress bars")
     evaluate.set_defaults(run="evaluate:evaluate")
 
@@ -337,6 +342,15 @@ def _fraction(text: str) -> float:
         raise argparse.ArgumentTypeError(
             f"expected a fraction between 0 and 1 (exclusive), such as 0.2; got {text!r}")
     return value
+
+
+def _answer_counts(text: str) -> list[int]:
+    parts = [part.strip() for part in text.split(",")]
+    if not all(part.isdigit() and 1 <= int(part) <= MAX_ONBOARDING_ANSWERS for part in parts):
+        raise argparse.ArgumentTypeError(
+            f"expected numbers of answers from 1 to {MAX_ONBOARDING_ANSWERS} separated by "
+            f"commas, such as 5,10; got {text!r}")
+    return sorted({int(part) for part in parts})
 
 
 def _count(text: str) -> int:

@@ -53,6 +53,14 @@ reported on this split, and also the ranking of the new papers among themselves,
 ranks its candidates: for each user with a new paper in test, only the new papers are
 ranked; Recall@10, Recall@20, nDCG@10, nDCG@20 over the user's new test papers ("new_papers"
 in the JSON, beside "methods"; "new_papers_fraction" in "dataset").
+
+--onboarding N,N: simulated new readers (a sample of 1,000 users with test papers, drawn by
+--seed) answer N questions each, one at a time: a paper is liked if it is in the user's
+training library, otherwise "not for me" (a dislike). Their first list is ranked from those
+answers by hybrid's ranking and scored on their test papers (nDCG@20, Recall@20; training
+papers never ranked). The questions are the welcome page's ("adaptive": topic
+representatives, then the papers the model is least sure about), or N random papers, or the
+N most liked ones ("onboarding" in the JSON, beside "methods").
 """
 
 

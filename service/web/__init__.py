@@ -29,6 +29,7 @@ from . import (  # noqa: F401  (each declares its views on the blueprint)
     reading,
     rule_pages,
     sign_in,
+    welcome,
 )
 from .accounts import (
     EXTENSION,

@@ -29,6 +29,7 @@ from ..state import components
 from .accounts import normalise_email, web_parts
 from .blueprint import current_user, local_path, page, web
 from .sessions import WebSession
+from .welcome import first_page
 
 
 @web.get("/sign-in")
@@ -83,8 +84,8 @@ def use_link(token: str) -> Response:
     session["since"] = int(time.time())
     flash(f"Signed in as {found.email}.")
     current_app.logger.info("web sign-in of user %s", found.user_id)
-    return redirect(local_path(request.form.get("next"), url_for("web.reading_list")),
-                    code=303)  # type: ignore[return-value]
+    target = local_path(request.form.get("next"), url_for("web.reading_list"))
+    return redirect(first_page(found.user_id, target), code=303)  # type: ignore[return-value]
 
 
 @web.post("/sign-out")
