@@ -23,6 +23,7 @@ travels with the corpus and is written in the same transaction as the papers.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 import sqlite3
@@ -33,8 +34,14 @@ from pathlib import Path
 from typing import Any
 
 from recommender.core.matching import author_key, words
-from recommender.core.papers import Paper
+from recommender.core.papers import EPOCH, Paper
+from recommender.core.search_query import SearchQuery
 from recommender.corpus import identity
+
+# BM25 weights of a search's words by column (the abstract's weigh 1): a word of the title
+# or an author's name says more about what a paper is than one of its abstract.
+TITLE_WEIGHT = 5.0
+AUTHORS_WEIGHT = 3.0
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS papers (
@@ -55,8 +62,9 @@ CREATE INDEX IF NOT EXISTS uploads_user ON uploads (user);
 CREATE TABLE IF NOT EXISTS paper_authors (name TEXT NOT NULL, paper TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS paper_authors_name ON paper_authors (name);
 CREATE INDEX IF NOT EXISTS paper_authors_paper ON paper_authors (paper);
--- rowid = papers.rowid; the text is already folded (recommender.core.matching.words)
-CREATE VIRTUAL TABLE IF NOT EXISTS paper_words USING fts5(title, abstract);
+-- rowid = papers.rowid; the text is already folded (recommender.core.matching.words), the
+-- authors' names one after the other. The rules look in title and abstract, search in all.
+CREATE VIRTUAL TABLE IF NOT EXISTS paper_words USING fts5(title, abstract, authors);
 -- Every identifier a paper arrived with (corpus.identity.keys, and "id": the ids of its
 -- duplicates), so that a record arriving again is stored once.
 CREATE TABLE IF NOT EXISTS identities (
@@ -141,9 +149,15 @@ class CorpusStore:
             with self._db:  # added with duplicate detection: the keys of every stored paper
                 for record, in self._db.execute("SELECT record FROM papers ORDER BY rowid"):
                     self._remember(Paper.from_dict(json.loads(record)))
+        word_columns = {row[1] for row in self._db.execute("PRAGMA table_info(paper_words)")}
+        if "authors" not in word_columns:  # added with search: the authors' words as well
+            with self._db:
+                self._db.execute("DROP TABLE paper_words")
+                self._db.execute(
+                    "CREATE VIRTUAL TABLE paper_words USING fts5(title, abstract, authors)")
         words_missing = self._db.execute("SELECT 1 FROM paper_words LIMIT 1").fetchone() is None
         if words_missing and self._db.execute("SELECT 1 FROM papers LIMIT 1").fetchone():
-            with self._db:  # added with reader rules: index the authors and words of every paper
+            with self._db:  # added with reader rules (and search): index every paper's words
                 for rowid, record in self._db.execute("SELECT rowid, record FROM papers"):
                     self._index_for_rules(rowid, Paper.from_dict(json.loads(record)))
 
@@ -395,8 +409,10 @@ class CorpusStore:
                              [(key, paper.id) for key in {author_key(a) for a in paper.authors}
                               if key])
         self._db.execute("DELETE FROM paper_words WHERE rowid = ?", (rowid,))
-        self._db.execute("INSERT INTO paper_words (rowid, title, abstract) VALUES (?, ?, ?)",
-                         (rowid, " ".join(words(paper.title)), " ".join(words(paper.abstract))))
+        self._db.execute(
+            "INSERT INTO paper_words (rowid, title, abstract, authors) VALUES (?, ?, ?, ?)",
+            (rowid, " ".join(words(paper.title)), " ".join(words(paper.abstract)),
+             " ".join(w for name in paper.authors for w in words(name))))
 
     def papers_by_author(self, key: str, since_day: float | None = None) -> list[tuple[str, float]]:
         """(id, day or NaN) of the papers with the author ``key`` (``matching.author_key``),
@@ -414,8 +430,71 @@ class CorpusStore:
         # Words are runs of letters and digits: quoted, they are one FTS5 phrase, never syntax.
         return self._ids_and_days(
             "SELECT p.id, p.day FROM paper_words w JOIN papers p ON p.rowid = w.rowid"
-            " WHERE paper_words MATCH ? AND p.verified = 1", '"' + " ".join(phrase) + '"',
+            " WHERE paper_words MATCH ? AND p.verified = 1",
+            '{title abstract} : "' + " ".join(phrase) + '"',
             since_day)
+
+    def search_words(self, query: SearchQuery, limit: int, viewer: str | None,
+                     ) -> list[tuple[str, float]]:
+        """(id, BM25 score, higher better) of the papers ``viewer`` may see (``hidden_from``;
+        not withdrawn) that have every required word, phrase and field term of ``query``,
+        best first: title words weigh ``TITLE_WEIGHT``, authors' ``AUTHORS_WEIGHT``, the
+        abstract's 1. Nothing when the query has no such term."""
+        clauses = [_phrase(w) for w in query.required_words]
+        clauses += [_phrase(" ".join(p)) for p in query.phrases]
+        clauses += ["{title} : " + _phrase(" ".join(p)) for p in query.title]
+        clauses += ["{authors} : " + _phrase(" ".join(p)) for p in query.authors]
+        return self._matching(" AND ".join(clauses), limit, viewer, query.years)
+
+    def search_title(self, title_words: tuple[str, ...], viewer: str | None,
+                     years: tuple[int, int] | None = None) -> list[str]:
+        """The papers ``viewer`` may see whose title is exactly these words (folded)."""
+        if not title_words:
+            return []
+        text = " ".join(title_words)
+        return [pid for pid, _ in self._matching(
+            "{title} : " + _phrase(text), 20, viewer, years, "w.title = ?", text)]
+
+    def search_author(self, name_words: tuple[str, ...], limit: int, viewer: str | None,
+                      years: tuple[int, int] | None = None) -> list[tuple[str, float]]:
+        """The papers ``viewer`` may see with an author whose name has these consecutive
+        words (folded: "hinton", "geoffrey hinton"), best first."""
+        if not name_words:
+            return []
+        return self._matching("{authors} : " + _phrase(" ".join(name_words)), limit, viewer,
+                              years)
+
+    def _matching(self, expression: str, limit: int, viewer: str | None,
+                  years: tuple[int, int] | None, extra: str = "", *args: object,
+                  ) -> list[tuple[str, float]]:
+        if not expression:
+            return []
+        sql = ("SELECT p.id, bm25(paper_words, ?, 1.0, ?) AS r FROM paper_words w"
+               " JOIN papers p ON p.rowid = w.rowid WHERE paper_words MATCH ?"
+               " AND p.withdrawn = 0 AND (p.verified = 1 OR EXISTS (SELECT 1 FROM uploads u"
+               " WHERE u.paper = p.id AND u.user = ?))")
+        values: list[object] = [TITLE_WEIGHT, AUTHORS_WEIGHT, expression, viewer or ""]
+        if extra:
+            sql += " AND " + extra
+            values += args
+        if years is not None:
+            sql += " AND p.day >= ? AND p.day < ?"
+            values += [float(dt.date(years[0], 1, 1).toordinal() - EPOCH),
+                       float(dt.date(years[1] + 1, 1, 1).toordinal() - EPOCH)]
+        sql += " ORDER BY r LIMIT ?"
+        values.append(limit)
+        return [(pid, -float(rank)) for pid, rank in self._db.execute(sql, values)]
+
+    def papers_of_years(self, years: tuple[int, int], limit: int,
+                        viewer: str | None) -> list[str]:
+        """The newest papers ``viewer`` may see published in these years (a search for a
+        year alone)."""
+        return [pid for pid, in self._db.execute(
+            "SELECT p.id FROM papers p WHERE p.day >= ? AND p.day < ? AND p.withdrawn = 0"
+            " AND (p.verified = 1 OR EXISTS (SELECT 1 FROM uploads u WHERE u.paper = p.id AND"
+            " u.user = ?)) ORDER BY p.day DESC, p.rowid DESC LIMIT ?",
+            (float(dt.date(years[0], 1, 1).toordinal() - EPOCH),
+             float(dt.date(years[1] + 1, 1, 1).toordinal() - EPOCH), viewer or "", limit))]
 
     def _ids_and_days(self, sql: str, value: str,
                       since_day: float | None) -> list[tuple[str, float]]:
@@ -478,6 +557,11 @@ class CorpusStore:
         return [(source, set_spec, newest or datestamp) for source, set_spec, datestamp, newest
                 in self._db.execute("SELECT source, set_spec, datestamp, newest FROM "
                                     "harvest_positions ORDER BY source, set_spec")]
+
+
+def _phrase(text: str) -> str:
+    """An FTS5 phrase of folded words (runs of letters and digits: never syntax)."""
+    return '"' + text.replace('"', '""') + '"'
 
 
 def _record(paper: Paper) -> str:
