@@ -230,6 +230,7 @@ def test_the_api_says_how_each_paper_was_found_and_where_the_words_are(
     assert marked == {"Federated", "learning", "noisy", "labels"}  # "with" is a stop word
     by_author = search_client.get("/v1/search?q=au:godel").json["items"][0]
     assert by_author["matches"] == [{"field": "authors", "item": 0, "spans": [[5, 10]]}]
+    assert by_author["reason"] == "by Kurt Gödel" and by_author["found_by"] == ["words"]
 
 
 def test_the_page_marks_the_words_and_escapes_the_text(

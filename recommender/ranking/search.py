@@ -156,9 +156,9 @@ def reason(how: list[Found], paper: Paper | None, query: SearchQuery) -> str:
     """Why a paper was found, in words."""
     if "title" in how:
         return "its title is your search"
-    if "author" in how and paper is not None:
-        names = [a for a in paper.authors if spans(a, query.highlight_words("authors")
-                                                   | frozenset(query.words))]
+    if ("author" in how or query.authors) and paper is not None:
+        wanted = query.highlight_words("authors") if query.authors else frozenset(query.words)
+        names = [a for a in paper.authors if spans(a, wanted)]
         if names:
             return f"by {names[0]}"
     parts = []
