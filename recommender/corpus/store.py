@@ -467,22 +467,32 @@ class CorpusStore:
     def _matching(self, expression: str, limit: int, viewer: str | None,
                   years: tuple[int, int] | None, extra: str = "", *args: object,
                   ) -> list[tuple[str, float]]:
+        """(id, BM25 score) of the best ``limit`` papers ``viewer`` may see that match the
+        FTS5 ``expression`` (and ``extra``, a condition on ``w``, the words' row)."""
         if not expression:
             return []
-        sql = ("SELECT p.id, bm25(paper_words, ?, 1.0, ?) AS r FROM paper_words w"
-               " JOIN papers p ON p.rowid = w.rowid WHERE paper_words MATCH ?"
-               " AND p.withdrawn = 0 AND (p.verified = 1 OR EXISTS (SELECT 1 FROM uploads u"
-               " WHERE u.paper = p.id AND u.user = ?))")
-        values: list[object] = [TITLE_WEIGHT, AUTHORS_WEIGHT, expression, viewer or ""]
-        if extra:
-            sql += " AND " + extra
-            values += args
-        if years is not None:
-            sql += " AND p.day >= ? AND p.day < ?"
-            values += [float(dt.date(years[0], 1, 1).toordinal() - EPOCH),
-                       float(dt.date(years[1] + 1, 1, 1).toordinal() - EPOCH)]
-        sql += " ORDER BY r LIMIT ?"
-        values.append(limit)
+        weights: list[object] = [TITLE_WEIGHT, AUTHORS_WEIGHT, expression]
+        visible = (" p.withdrawn = 0 AND (p.verified = 1 OR EXISTS (SELECT 1 FROM uploads u"
+                   " WHERE u.paper = p.id AND u.user = ?))")
+        if years is None:
+            # The full-text index ranks alone, then its best rows meet the papers table: a
+            # join per match would cost as much again (at 17k papers, 1,000 matches: 6 ms
+            # instead of 13). Hidden papers (pending, withdrawn) are few: twice the rows
+            # asked leave room for them.
+            sql = ("SELECT p.id, w.r FROM (SELECT rowid, bm25(paper_words, ?, 1.0, ?) AS r"
+                   " FROM paper_words w WHERE paper_words MATCH ?"
+                   + (" AND " + extra if extra else "") + " ORDER BY r LIMIT ?) w"
+                   " JOIN papers p ON p.rowid = w.rowid WHERE" + visible + " ORDER BY w.r"
+                   " LIMIT ?")
+            values = [*weights, *args, 2 * limit, viewer or "", limit]
+        else:
+            low, high = (float(dt.date(year, 1, 1).toordinal() - EPOCH)
+                         for year in (years[0], years[1] + 1))
+            sql = ("SELECT p.id, bm25(paper_words, ?, 1.0, ?) AS r FROM paper_words w"
+                   " JOIN papers p ON p.rowid = w.rowid WHERE paper_words MATCH ?"
+                   + (" AND " + extra if extra else "") + " AND" + visible +
+                   " AND p.day >= ? AND p.day < ? ORDER BY r LIMIT ?")
+            values = [*weights, *args, viewer or "", low, high, limit]
         return [(pid, -float(rank)) for pid, rank in self._db.execute(sql, values)]
 
     def papers_of_years(self, years: tuple[int, int], limit: int,
