@@ -3,8 +3,10 @@
 Readers (the service) and a writer (ingest) can work at once: the database runs in WAL mode.
 Beside each record the store keeps what a reader's rules look up (``recommender.core.matching``):
 each author's normalised name in a B-tree index (``papers_by_author``: exact, one lookup)
-and the folded words of title and abstract in an SQLite FTS5 table (``papers_with_words``:
-a phrase query), so following or muting costs an index lookup, not a scan of the corpus.
+and the folded words of title, abstract and authors' names in an SQLite FTS5 table
+(``papers_with_words``: a phrase query in title and abstract), so following or muting costs
+an index lookup, not a scan of the corpus. Search reads the same table (``search_words``,
+``search_title``, ``search_author``: BM25, weighted by column).
 
 A paper its source withdrew (arXiv) is kept but marked ``withdrawn``: the next index build
 leaves it out.
