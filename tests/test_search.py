@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 from flask import Flask
+from flask.testing import FlaskClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from flask.testing import FlaskClient
 
 from recommender import wiring
 from recommender.core.config import Settings
@@ -209,6 +209,28 @@ def test_a_narrow_query_returns_few_papers(search: Callable[..., list[str]]) -> 
 
 def test_rrf_constant_is_the_published_one() -> None:
     assert RRF_K == 60
+
+
+def test_a_corpus_of_an_older_paperrec_is_migrated(tmp_path: Path) -> None:
+    """A corpus whose words table had no authors and which had no title keys is brought up
+    to date when opened: its papers are found by author and by exact title."""
+    path = tmp_path / "corpus.sqlite"
+    corpus = CorpusStore(path)
+    corpus.upsert([Paper.from_dict(p) for p in PAPERS[:4]])
+    with corpus._db:  # the schema as it was
+        corpus._db.execute("DROP TABLE paper_words")
+        corpus._db.execute("DROP TABLE paper_titles")
+        corpus._db.execute("CREATE VIRTUAL TABLE paper_words USING fts5(title, abstract)")
+    corpus.close()
+    corpus = CorpusStore(path)
+    try:
+        assert [p for p, _ in corpus.search_author(("hinton",), 10, None)] in (
+            ["p-gnn", "p-capsules"], ["p-capsules", "p-gnn"])
+        assert corpus.search_title(("dynamic", "routing", "between", "capsules"), None) == [
+            "p-capsules"]
+        assert corpus.papers_with_words(["capsule"])[0][0] == "p-capsules"  # the rules'
+    finally:
+        corpus.close()
 
 
 # --- what a reader may see ----------------------------------------------------------------
