@@ -3,8 +3,10 @@
 Readers (the service) and a writer (ingest) can work at once: the database runs in WAL mode.
 Beside each record the store keeps what a reader's rules look up (``recommender.core.matching``):
 each author's normalised name in a B-tree index (``papers_by_author``: exact, one lookup)
-and the folded words of title and abstract in an SQLite FTS5 table (``papers_with_words``:
-a phrase query), so following or muting costs an index lookup, not a scan of the corpus.
+and the folded words of title, abstract and authors' names in an SQLite FTS5 table
+(``papers_with_words``: a phrase query in title and abstract), so following or muting costs
+an index lookup, not a scan of the corpus. Search reads the same table (``search_words``,
+``search_title``, ``search_author``: BM25, weighted by column).
 
 A paper its source withdrew (arXiv) is kept but marked ``withdrawn``: the next index build
 leaves it out.
@@ -23,6 +25,7 @@ travels with the corpus and is written in the same transaction as the papers.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 import sqlite3
@@ -33,8 +36,14 @@ from pathlib import Path
 from typing import Any
 
 from recommender.core.matching import author_key, category_key, words
-from recommender.core.papers import Paper
+from recommender.core.papers import EPOCH, Paper
+from recommender.core.search_query import SearchQuery
 from recommender.corpus import identity
+
+# BM25 weights of a search's words by column (the abstract's weigh 1): a word of the title
+# or an author's name says more about what a paper is than one of its abstract.
+TITLE_WEIGHT = 5.0
+AUTHORS_WEIGHT = 3.0
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS papers (
@@ -59,8 +68,14 @@ CREATE INDEX IF NOT EXISTS paper_authors_paper ON paper_authors (paper);
 CREATE TABLE IF NOT EXISTS paper_categories (name TEXT NOT NULL, paper TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS paper_categories_name ON paper_categories (name);
 CREATE INDEX IF NOT EXISTS paper_categories_paper ON paper_categories (paper);
--- rowid = papers.rowid; the text is already folded (recommender.core.matching.words)
-CREATE VIRTUAL TABLE IF NOT EXISTS paper_words USING fts5(title, abstract);
+-- rowid = papers.rowid; the text is already folded (recommender.core.matching.words), the
+-- authors' names one after the other. The rules look in title and abstract, search in all.
+CREATE VIRTUAL TABLE IF NOT EXISTS paper_words USING fts5(title, abstract, authors);
+-- Each paper's title as its folded words, for search's exact-title lookup (a B-tree: an
+-- FTS5 phrase of common words reads their whole position lists, 23 ms at 250k papers).
+CREATE TABLE IF NOT EXISTS paper_titles (key TEXT NOT NULL, paper TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS paper_titles_key ON paper_titles (key);
+CREATE INDEX IF NOT EXISTS paper_titles_paper ON paper_titles (paper);
 -- Every identifier a paper arrived with (corpus.identity.keys, and "id": the ids of its
 -- duplicates), so that a record arriving again is stored once.
 CREATE TABLE IF NOT EXISTS identities (
@@ -147,15 +162,27 @@ class CorpusStore:
             with self._db:  # added with duplicate detection: the keys of every stored paper
                 for record, in self._db.execute("SELECT record FROM papers ORDER BY rowid"):
                     self._remember(Paper.from_dict(json.loads(record)))
+        word_columns = {row[1] for row in self._db.execute("PRAGMA table_info(paper_words)")}
+        if "authors" not in word_columns:  # added with search: the authors' words as well
+            with self._db:
+                self._db.execute("DROP TABLE paper_words")
+                self._db.execute(
+                    "CREATE VIRTUAL TABLE paper_words USING fts5(title, abstract, authors)")
         words_missing = self._db.execute("SELECT 1 FROM paper_words LIMIT 1").fetchone() is None
         if words_missing and self._db.execute("SELECT 1 FROM papers LIMIT 1").fetchone():
-            with self._db:  # added with reader rules: index the authors and words of every paper
+            with self._db:  # added with reader rules (and search): index every paper's words
                 for rowid, record in self._db.execute("SELECT rowid, record FROM papers"):
                     self._index_for_rules(rowid, Paper.from_dict(json.loads(record)))
         elif not had_categories:
             with self._db:  # added with category rules: index the categories of every paper
                 for record, in self._db.execute("SELECT record FROM papers"):
                     self._index_categories(Paper.from_dict(json.loads(record)))
+        titles_missing = self._db.execute("SELECT 1 FROM paper_titles LIMIT 1").fetchone() is None
+        if titles_missing and self._db.execute("SELECT 1 FROM papers LIMIT 1").fetchone():
+            with self._db:  # added with search's exact titles
+                self._db.executemany("INSERT INTO paper_titles VALUES (?, ?)", (
+                    (" ".join(words(title or "")), pid) for pid, title in self._db.execute(
+                        "SELECT id, json_extract(record, '$.title') FROM papers").fetchall()))
 
     def close(self) -> None:
         self._db.close()
@@ -314,7 +341,8 @@ class CorpusStore:
         if row is None:
             return 0
         self._db.execute("DELETE FROM paper_words WHERE rowid = ?", (row[0],))
-        for table in ("paper_authors", "paper_categories", "identities", "uploads"):
+        for table in ("paper_authors", "paper_categories", "paper_titles", "identities",
+                      "uploads"):
             self._db.execute(f"DELETE FROM {table} WHERE paper = ?", (paper_id,))
         return self._db.execute("DELETE FROM papers WHERE id = ?", (paper_id,)).rowcount
 
@@ -404,9 +432,14 @@ class CorpusStore:
         self._db.executemany("INSERT INTO paper_authors VALUES (?, ?)",
                              [(key, paper.id) for key in {author_key(a) for a in paper.authors}
                               if key])
+        self._db.execute("DELETE FROM paper_titles WHERE paper = ?", (paper.id,))
+        self._db.execute("INSERT INTO paper_titles VALUES (?, ?)",
+                         (" ".join(words(paper.title)), paper.id))
         self._db.execute("DELETE FROM paper_words WHERE rowid = ?", (rowid,))
-        self._db.execute("INSERT INTO paper_words (rowid, title, abstract) VALUES (?, ?, ?)",
-                         (rowid, " ".join(words(paper.title)), " ".join(words(paper.abstract))))
+        self._db.execute(
+            "INSERT INTO paper_words (rowid, title, abstract, authors) VALUES (?, ?, ?, ?)",
+            (rowid, " ".join(words(paper.title)), " ".join(words(paper.abstract)),
+             " ".join(w for name in paper.authors for w in words(name))))
         self._index_categories(paper)
 
     def _index_categories(self, paper: Paper) -> None:
@@ -439,8 +472,84 @@ class CorpusStore:
         # Words are runs of letters and digits: quoted, they are one FTS5 phrase, never syntax.
         return self._ids_and_days(
             "SELECT p.id, p.day FROM paper_words w JOIN papers p ON p.rowid = w.rowid"
-            " WHERE paper_words MATCH ? AND p.verified = 1", '"' + " ".join(phrase) + '"',
+            " WHERE paper_words MATCH ? AND p.verified = 1",
+            '{title abstract} : "' + " ".join(phrase) + '"',
             since_day)
+
+    def search_words(self, query: SearchQuery, limit: int, viewer: str | None,
+                     ) -> list[tuple[str, float]]:
+        """(id, BM25 score, higher better) of the papers ``viewer`` may see (``hidden_from``;
+        not withdrawn) that have every required word, phrase and field term of ``query``,
+        best first: title words weigh ``TITLE_WEIGHT``, authors' ``AUTHORS_WEIGHT``, the
+        abstract's 1. Nothing when the query has no such term."""
+        clauses = [_phrase(w) for w in query.required_words]
+        clauses += [_phrase(" ".join(p)) for p in query.phrases]
+        clauses += ["{title} : " + _phrase(" ".join(p)) for p in query.title]
+        clauses += ["{authors} : " + _phrase(" ".join(p)) for p in query.authors]
+        return self._matching(" AND ".join(clauses), limit, viewer, query.years)
+
+    def search_title(self, title_words: tuple[str, ...], viewer: str | None,
+                     years: tuple[int, int] | None = None) -> list[str]:
+        """The papers ``viewer`` may see whose title is exactly these words (folded)."""
+        if not title_words:
+            return []
+        sql = ("SELECT p.id FROM paper_titles t JOIN papers p ON p.id = t.paper WHERE"
+               " t.key = ? AND p.withdrawn = 0 AND (p.verified = 1 OR EXISTS (SELECT 1 FROM"
+               " uploads u WHERE u.paper = p.id AND u.user = ?))")
+        values: list[object] = [" ".join(title_words), viewer or ""]
+        if years is not None:
+            sql += " AND p.day >= ? AND p.day < ?"
+            values += [float(dt.date(year, 1, 1).toordinal() - EPOCH)
+                       for year in (years[0], years[1] + 1)]
+        return [pid for pid, in self._db.execute(sql + " ORDER BY p.rowid LIMIT 20", values)]
+
+    def search_author(self, name_words: tuple[str, ...], limit: int, viewer: str | None,
+                      years: tuple[int, int] | None = None) -> list[tuple[str, float]]:
+        """The papers ``viewer`` may see with an author whose name has these consecutive
+        words (folded: "hinton", "geoffrey hinton"), best first."""
+        if not name_words:
+            return []
+        return self._matching("{authors} : " + _phrase(" ".join(name_words)), limit, viewer,
+                              years)
+
+    def _matching(self, expression: str, limit: int, viewer: str | None,
+                  years: tuple[int, int] | None) -> list[tuple[str, float]]:
+        """(id, BM25 score) of the best ``limit`` papers ``viewer`` may see that match the
+        FTS5 ``expression``."""
+        if not expression:
+            return []
+        weights: list[object] = [TITLE_WEIGHT, AUTHORS_WEIGHT, expression]
+        visible = (" p.withdrawn = 0 AND (p.verified = 1 OR EXISTS (SELECT 1 FROM uploads u"
+                   " WHERE u.paper = p.id AND u.user = ?))")
+        if years is None:
+            # The full-text index ranks alone, then its best rows meet the papers table: a
+            # join per match would cost as much again (at 17k papers, 1,000 matches: 6 ms
+            # instead of 13). Hidden papers (pending, withdrawn) are few: twice the rows
+            # asked leave room for them.
+            sql = ("SELECT p.id, w.r FROM (SELECT rowid, bm25(paper_words, ?, 1.0, ?) AS r"
+                   " FROM paper_words w WHERE paper_words MATCH ? ORDER BY r LIMIT ?) w"
+                   " JOIN papers p ON p.rowid = w.rowid WHERE" + visible + " ORDER BY w.r"
+                   " LIMIT ?")
+            values = [*weights, 2 * limit, viewer or "", limit]
+        else:
+            low, high = (float(dt.date(year, 1, 1).toordinal() - EPOCH)
+                         for year in (years[0], years[1] + 1))
+            sql = ("SELECT p.id, bm25(paper_words, ?, 1.0, ?) AS r FROM paper_words w"
+                   " JOIN papers p ON p.rowid = w.rowid WHERE paper_words MATCH ? AND" + visible +
+                   " AND p.day >= ? AND p.day < ? ORDER BY r LIMIT ?")
+            values = [*weights, viewer or "", low, high, limit]
+        return [(pid, -float(rank)) for pid, rank in self._db.execute(sql, values)]
+
+    def papers_of_years(self, years: tuple[int, int], limit: int,
+                        viewer: str | None) -> list[str]:
+        """The newest papers ``viewer`` may see published in these years (a search for a
+        year alone)."""
+        return [pid for pid, in self._db.execute(
+            "SELECT p.id FROM papers p WHERE p.day >= ? AND p.day < ? AND p.withdrawn = 0"
+            " AND (p.verified = 1 OR EXISTS (SELECT 1 FROM uploads u WHERE u.paper = p.id AND"
+            " u.user = ?)) ORDER BY p.day DESC, p.rowid DESC LIMIT ?",
+            (float(dt.date(years[0], 1, 1).toordinal() - EPOCH),
+             float(dt.date(years[1] + 1, 1, 1).toordinal() - EPOCH), viewer or "", limit))]
 
     def _ids_and_days(self, sql: str, value: str,
                       since_day: float | None) -> list[tuple[str, float]]:
@@ -503,6 +612,11 @@ class CorpusStore:
         return [(source, set_spec, newest or datestamp) for source, set_spec, datestamp, newest
                 in self._db.execute("SELECT source, set_spec, datestamp, newest FROM "
                                     "harvest_positions ORDER BY source, set_spec")]
+
+
+def _phrase(text: str) -> str:
+    """An FTS5 phrase of folded words (runs of letters and digits: never syntax)."""
+    return '"' + text.replace('"', '""') + '"'
 
 
 def _record(paper: Paper) -> str:

@@ -19,6 +19,7 @@ from pydantic import Field
 from recommender.core.errors import IndexNotReady, NotFound
 from recommender.core.ids import UserId, validate_paper_id
 from recommender.core.papers import EPOCH, Paper
+from recommender.core.search_query import SearchQuery, parse_query
 from recommender.corpus.store import CorpusStore
 from recommender.embedding.cache import EmbeddingCache
 from recommender.embedding.encoders import TextEncoder
@@ -28,7 +29,7 @@ from recommender.index.paper_index import PaperIndex
 from recommender.index.store import LiveIndex
 from recommender.ranking.calibration import Calibration, default_for
 from recommender.ranking.collaborative import CollaborativeModel
-from recommender.ranking.context import LiveContext, RankingContext
+from recommender.ranking.context import ContentStatistics, LiveContext, RankingContext
 from recommender.ranking.explain import Recommendation, explain, followed, plain
 from recommender.ranking.item_view import standing, venue, year_of
 from recommender.ranking.onboarding import Question, questions
@@ -36,6 +37,17 @@ from recommender.ranking.rank import Ranked, rank
 from recommender.ranking.reader_rules import DAY_SECONDS, plan_rules
 from recommender.ranking.request import ListRequest
 from recommender.ranking.scoring import close_likes, score
+from recommender.ranking.search import (
+    AUTHOR_POOL,
+    MAX_NAME_WORDS,
+    SEMANTIC_POOL,
+    WORD_POOL,
+    Candidates,
+    SearchHit,
+    fuse,
+    matches,
+)
+from recommender.ranking.search import reason as search_reason
 from recommender.ranking.topics import TopicCache
 from recommender.ranking.why_not import LIST_DEPTH, WhyNot, why_not
 from recommender.storage.versions import LiveVersion
@@ -67,6 +79,7 @@ class Recommender:
         self._embedder = embedder
         self._context = LiveContext()
         self._topics = TopicCache()
+        self._floor: tuple[str, float] = ("", 0.0)  # (index version, its noise floor)
 
     def paper(self, paper_id: str, viewer: str | None = None) -> Paper:
         """The paper, as ``viewer`` may see it: a reader's upload not verified yet is there
@@ -85,30 +98,73 @@ class Recommender:
                 if r >= 0 and r != row][:k]
         return self._described(self._plain(index, hits, "close in content"))
 
-    def search(self, query: str, k: int, viewer: str | None = None) -> list[Recommendation]:
-        """The indexed papers closest to the query; for ``viewer``, also the papers they
-        uploaded that are not verified (so not indexed) yet."""
+    def search(self, text: str, k: int, viewer: str | None = None) -> list[SearchHit]:
+        """Hybrid search (``search.py``): the papers ``viewer`` may see (their own uploads
+        not verified yet included) that match ``text`` (``parse_query``: words, quoted
+        phrases, ``au:``, ``ti:``, ``year:``), an exact title first, then an author the
+        query names, then words and meaning fused; at most ``k``."""
+        query = parse_query(text)
+        if query.empty:
+            if query.years is None:
+                return []
+            ids = self._corpus.papers_of_years(query.years, k, viewer)
+            papers = self._corpus.get_many(ids)
+            return [SearchHit(pid, papers[pid].title, 0.0, f"published in {papers[pid].year}")
+                    for pid in ids if pid in papers]
+        plain_words = not query.fielded and not query.phrases
+        found = Candidates(
+            title=(self._corpus.search_title(query.free_words, viewer, query.years)
+                   if not query.fielded else []),
+            author=[pid for pid, _ in self._corpus.search_author(
+                query.words, AUTHOR_POOL, viewer, query.years)]
+            if plain_words and len(query.words) <= MAX_NAME_WORDS else [],
+            words=[pid for pid, _ in self._corpus.search_words(query, WORD_POOL, viewer)],
+            meaning=self.meaning(query, viewer) if query.text else [])
+        fused = fuse(found, k, meaning_only=not query.fielded,
+                     noise_floor=self._noise_floor(self._index.get()))
+        papers = self._corpus.get_many([pid for pid, _, _, _ in fused])
+        return [SearchHit(pid, papers[pid].title, score,
+                          search_reason(how, papers[pid], query), how,
+                          matches(papers[pid], query),
+                          None if cosine is None else round(cosine, 4))
+                for pid, score, how, cosine in fused if pid in papers]
+
+    def _noise_floor(self, index: PaperIndex) -> float:
+        """How similar unrelated papers of this index version look (computed once per
+        version): the bar under which a paper only the meaning search found is left out."""
+        version, floor = self._floor
+        if version != index.version:
+            floor = ContentStatistics.of(index.vectors).noise_floor
+            self._floor = (index.version, floor)
+        return floor
+
+    def meaning(self, query: SearchQuery, viewer: str | None) -> list[tuple[str, float]]:
+        """(id, cosine) of the papers closest in meaning to the query's free text, best
+        first: the index's nearest (in ``query.years`` when given), and for ``viewer`` the
+        papers they uploaded that are not verified (so not indexed) yet."""
         index = self._index.get()
-        encoded = self._embedder.encode([query.strip()])
+        encoded = self._embedder.encode([query.text])
         if encoded.shape[1] != index.vectors.shape[1]:
             raise IndexNotReady(f"the index was built with another embedding model "
                                 f"({index.meta.get('embedding', index.model)}) than the one "
                                 f"configured ({self._embedder.variant}): run "
                                 f"`paperrec rebuild-index --full`")
         vector = centre_query(encoded, index.space.mean)
-        rows, scores = index.search(vector, k)
-        hits = [(int(r), float(s)) for r, s in zip(rows[0], scores[0], strict=True) if r >= 0]
-        reason = f"matches {query.strip()[:60]!r}"
+        rows, scores = index.search(vector, SEMANTIC_POOL)
+        hits = [(index.ids[int(r)], float(s), float(index.days[int(r)]))
+                for r, s in zip(rows[0], scores[0], strict=True) if r >= 0]
         uploaded = self._corpus.pending_of(viewer) if viewer else []
         own_ids, own_vectors = self._cached_vectors(index, uploaded)
-        if not own_ids:
-            return self._described(self._plain(index, hits, reason))
-        own = own_vectors @ vector[0]  # the index's score: inner product of centred unit vectors
-        all_ids = index.ids + own_ids
-        hits = sorted(hits + [(len(index.ids) + i, float(s)) for i, s in enumerate(own)],
-                      key=lambda hit: -hit[1])[:k]
-        titles = self._corpus.titles([all_ids[row] for row, _ in hits])
-        return self._described(plain(all_ids, hits, titles, reason))
+        if own_ids:  # the index's score: inner product of centred unit vectors
+            own_papers = self._corpus.get_many(own_ids)
+            hits += [(pid, float(s), own_papers[pid].day)
+                     for pid, s in zip(own_ids, own_vectors @ vector[0], strict=True)]
+            hits.sort(key=lambda hit: -hit[1])
+        if query.years is not None:
+            low = dt.date(query.years[0], 1, 1).toordinal() - EPOCH
+            high = dt.date(query.years[1] + 1, 1, 1).toordinal() - EPOCH
+            hits = [hit for hit in hits if low <= hit[2] < high]
+        return [(pid, similarity) for pid, similarity, _ in hits]
 
     def recommend(
         self,

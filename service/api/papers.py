@@ -1,4 +1,4 @@
-"""Papers: one paper, the papers close to it in content, and semantic search."""
+"""Papers: one paper, the papers close to it in content, and search (words and meaning)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from pydantic import BaseModel, Field
 
 from recommender.core.ids import PaperId, UserId
 from recommender.ranking.explain import Recommendation
+from recommender.ranking.search import SearchHit
 
 from ..state import components
 from .area import Reply, answers, area, reply
@@ -27,7 +28,8 @@ class SearchQuery(Strict):
     # as space or control: the text is not blank for any of them.
     q: str = Field(min_length=1, max_length=1000, pattern=r"[^\s\x00-\x20\x7f-\xa0\ufeff]",
                    description="a search text with a visible character, at most 1000 "
-                               "characters",
+                               "characters: words, \"quoted phrases\", au:name, ti:word, "
+                               "year:2020 or year:2019-2021 (docs: guide/search)",
                    json_schema_extra={"example": "federated learning with noisy labels"})
     k: K = 10
     user_id: UserId | None = Field(None, description=(
@@ -59,7 +61,7 @@ class SimilarPapers(Answer):
 
 class SearchResults(Answer):
     query: str
-    items: list[Recommendation]
+    items: list[SearchHit]
 
 
 @api.get("/v1/papers/<path:paper_id>/similar", summary="Papers close in content.",
@@ -75,7 +77,7 @@ def paper(path: PaperPath, query: ViewerQuery) -> Reply:
     return reply(PaperOut.model_validate(found, from_attributes=True))
 
 
-@api.get("/v1/search", summary="Semantic search over titles and abstracts.",
+@api.get("/v1/search", summary="Search titles, abstracts and authors, by words and meaning.",
          responses=answers(SearchResults, 503))
 def search(query: SearchQuery) -> Reply:
     items = components().recommender.search(query.q, query.k, viewer=query.user_id)

@@ -135,7 +135,8 @@ def render_stats(found: dict[str, Any], data_dir: Path) -> str:
 def search(args: argparse.Namespace, settings: Settings) -> int:
     items = wiring.build(settings).recommender.search(args.query, args.k)
     for rank, item in enumerate(items, 1):
-        print(f"{rank:>3}. {item.title}\n     {item.paper_id}  score {item.score:.3f}")
+        print(f"{rank:>3}. {item.title}\n     {item.paper_id}  score {item.score:.3f}  "
+              f"{item.reason}")
     if not items:
         print("no papers: is the index empty? (`paperrec stats`)")
     return 0

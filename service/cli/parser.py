@@ -133,9 +133,12 @@ def _add_corpus(sub: Commands) -> None:
     review.set_defaults(run="corpus:review_imports")
 
     search = sub.add_parser("search", help="search the papers from the terminal",
-                            description="The papers closest in meaning to QUERY, as the "
-                            "service's search answers (over the current index).")
-    search.add_argument("query", metavar="QUERY", help="words, e.g. 'federated learning'")
+                            description="The papers that match QUERY by their words and "
+                            "by meaning, as the service's search answers: an exact title "
+                            "first, then an author the query names (docs/guide/search.md).")
+    search.add_argument("query", metavar="QUERY", help=(
+        "words, e.g. 'federated learning'; also \"a phrase\", au:name, ti:word, year:2020 "
+        "or year:2019-2021"))
     search.add_argument("-k", type=_count, default=10, help="how many papers (10)")
     search.set_defaults(run="corpus:search")
 

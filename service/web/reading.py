@@ -1,4 +1,5 @@
-"""Your list, a paper, search; and the like / dislike / not-now buttons on each paper.
+"""Your list, a paper, search (its words marked); and the like / dislike / not-now buttons
+on each paper.
 
 The list is ``Recommender.recommend``, the function behind ``GET /v1/users/<id>/
 recommendations``, for the signed-in reader: the same ranking, reasons and probabilities, and
@@ -15,10 +16,13 @@ from dataclasses import replace
 from typing import Any
 
 from flask import Response, flash, g, get_template_attribute, jsonify, request, url_for
+from markupsafe import Markup, escape
 
 from recommender.core.errors import InvalidInput, PaperrecError
 from recommender.core.papers import Paper
+from recommender.core.search_query import MAX_QUERY_CHARS
 from recommender.ranking.item_view import ItemView, item_view
+from recommender.ranking.search import SearchHit, snippet
 
 from ..state import components
 from .blueprint import (
@@ -103,18 +107,51 @@ def paper(paper_id: str) -> Response:
                 here=request.full_path.rstrip("?"))
 
 
+@dataclass(frozen=True)
+class FoundView:
+    """One search result as the page shows it: the paper, and its title and a part of its
+    abstract with the query's words marked."""
+
+    item: ItemView
+    title: Markup
+    snippet: Markup
+
+
+def marked(text: str, spans: list[tuple[int, int]]) -> Markup:
+    """``text`` HTML-escaped, each span in ``<mark>``."""
+    out = Markup("")
+    at = 0
+    for start, end in spans:
+        out += escape(text[at:start]) + Markup("<mark>%s</mark>") % text[start:end]
+        at = end
+    return out + escape(text[at:])
+
+
+def found_views(hits: list[SearchHit], user: str) -> list[FoundView]:
+    papers = components().corpus.get_many([hit.paper_id for hit in hits])
+    items = views([(hit.paper_id, hit.title, hit.reason, "") for hit in hits], user)
+    shown = []
+    for hit, item in zip(hits, items, strict=True):
+        where = {m.field: m.spans for m in hit.matches if m.field != "authors"}
+        abstract = papers[hit.paper_id].abstract if hit.paper_id in papers else ""
+        text, spans = snippet(abstract, where.get("abstract", []))
+        shown.append(FoundView(item, marked(hit.title, where.get("title", [])),
+                               marked(text, spans)))
+    return shown
+
+
 @web.get("/search")
 @signed_in
 def search() -> Response:
     user = current_user()
     assert user is not None
     query = request.args.get("q", "").strip()
-    if len(query) > 1000:
-        raise InvalidInput("the search text is longer than 1000 characters")
-    results: list[ItemView] = []
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidInput(f"the search text is longer than {MAX_QUERY_CHARS} characters")
+    results: list[FoundView] = []
     if query:
         found = components().recommender.search(query, SEARCH_RESULTS, viewer=user)
-        results = views([(i.paper_id, i.title, "", "") for i in found], user)
+        results = found_views(found, user)
     return page("search.html", active="search", query=query, results=results,
                 here=request.full_path.rstrip("?"))
 
