@@ -12,7 +12,7 @@ it back. Like and dislike are the API's feedback: a rated paper leaves the list 
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from flask import Response, flash, g, get_template_attribute, jsonify, request, url_for
