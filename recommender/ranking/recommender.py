@@ -30,7 +30,8 @@ from recommender.ranking.calibration import Calibration, default_for
 from recommender.ranking.collaborative import CollaborativeModel
 from recommender.ranking.context import LiveContext, RankingContext
 from recommender.ranking.explain import Recommendation, explain, followed, plain
-from recommender.ranking.rank import Ranked, rank
+from recommender.ranking.interests import rank_interests
+from recommender.ranking.rank import Ranked
 from recommender.ranking.reader_rules import plan_rules
 from recommender.ranking.request import ListRequest
 from recommender.ranking.scoring import score
@@ -118,18 +119,25 @@ class Recommender:
         exclude_served: bool = False,
         min_probability: float = 0.0,
         record: bool = True,
+        collection: str | None = None,
     ) -> ReadingList:
         """The user's reading list; ``record`` remembers it as served (the API does; a digest
         records only what it mailed). The user's rules apply (``reader_rules``): muted papers
         never appear, new papers of followed authors and keywords come first. Each item has
         its calibrated ``probability``; the model's items below ``min_probability`` are left
         out (the list is then shorter than ``k``; followed papers always stay, and a list
-        without likes is not cut: all its items have the same, base-rate probability)."""
+        without likes is not cut: all its items have the same, base-rate probability).
+
+        ``collection``: the list of one of the reader's collections, ranked from its papers
+        and the reader's dislikes (NotFound for a collection they do not have). Without it,
+        a reader with two collections or more gets every one of them on the list
+        (``interests.rank_interests``)."""
         index, ctx, calibration = self._serving(now)
-        request = self._request(user_id, index, now, since, k=k, offset=offset,
-                                diversity=diversity, exclude_served=exclude_served,
-                                min_probability=min_probability)
-        ranked = rank(ctx, request)
+        request, groups = self._request(user_id, index, now, since, k=k, offset=offset,
+                                        diversity=diversity, exclude_served=exclude_served,
+                                        min_probability=min_probability,
+                                        collection=collection)
+        ranked = rank_interests(ctx, request, groups)
         put_first, _, _ = request.page()
         all_ids = index.ids
         if request.unindexed_ids:  # a like not indexed yet may be the closest: a reason too
@@ -166,8 +174,9 @@ class Recommender:
         Records nothing. NotFound for a paper not in the corpus, or not indexed yet."""
         paper = self.paper(paper_id, viewer=user_id)
         index, ctx, calibration = self._serving(now)
-        request = self._request(user_id, index, now, since, k=k, exclude_served=exclude_served,
-                                min_probability=min_probability)
+        request, _ = self._request(user_id, index, now, since, k=k,
+                                   exclude_served=exclude_served,
+                                   min_probability=min_probability)
         row = index.row(paper.id)  # NotFound, saying to rebuild the index
         return why_not(ctx, request, paper, row, calibration=calibration,
                        titles=self._corpus.titles, user_id=user_id)
@@ -183,21 +192,37 @@ class Recommender:
 
     def _request(self, user_id: str, index: PaperIndex, now: float, since: dt.date | None, *,
                  k: int, offset: int = 0, diversity: float | None = None,
-                 exclude_served: bool, min_probability: float) -> ListRequest:
-        """The user's list as asked, made from one read of their feedback, served papers and
-        rules, over ``index``."""
+                 exclude_served: bool, min_probability: float,
+                 collection: str | None = None) -> tuple[ListRequest, list[np.ndarray]]:
+        """The user's list as asked, made from one read of their feedback, served papers,
+        rules and collections, over ``index``; and the liked rows of each of their
+        collections, the interests the list keeps visible (none for a collection's list)."""
         state = self._feedback.for_list(user_id)
         signals = state.signals
         liked, disliked = _rows(index, signals, "like"), _rows(index, signals, "dislike")
+        hidden = np.zeros(0, np.int64)
+        if collection is not None:
+            if collection not in state.collections:
+                raise NotFound(f"user {user_id!r} has no collection {collection!r}; "
+                               f"GET /v1/users/{user_id}/collections lists theirs")
+            members = state.in_collection(collection)
+            signals = [f for f in signals if f.signal == "dislike" or f.paper_id in members]
+            hidden = liked
+            liked = _rows(index, signals, "like")
         served = index.rows_of(state.served)
         since_day = None if since is None else float(since.toordinal() - EPOCH)
         plan = plan_rules(self._corpus, index, state.rules, now=now, since_day=since_day, never=(
-            np.concatenate([liked, disliked] + ([served] if exclude_served else []))))
+            np.concatenate([liked, hidden, disliked] + ([served] if exclude_served else []))))
         unindexed_ids, liked_vectors = self._unindexed_likes(index, signals)
-        return ListRequest(liked, k, disliked=disliked, offset=offset, diversity=diversity,
-                           served=served, exclude_served=exclude_served, since_day=since_day,
-                           min_probability=min_probability, plan=plan, rules=tuple(state.rules),
-                           liked_vectors=liked_vectors, unindexed_ids=tuple(unindexed_ids))
+        request = ListRequest(liked, k, disliked=disliked, offset=offset, diversity=diversity,
+                              served=served, exclude_served=exclude_served,
+                              since_day=since_day, min_probability=min_probability, plan=plan,
+                              rules=tuple(state.rules), liked_vectors=liked_vectors,
+                              unindexed_ids=tuple(unindexed_ids),
+                              hidden=np.setdiff1d(hidden, liked))
+        groups = [] if collection is not None else [
+            index.rows_of(sorted(state.in_collection(cid))) for cid in sorted(state.collections)]
+        return request, groups
 
     def _unindexed_likes(self, index: PaperIndex,
                          signals: list[Feedback]) -> tuple[list[str], np.ndarray]:

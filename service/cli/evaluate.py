@@ -26,6 +26,7 @@ def evaluate(args: argparse.Namespace, settings: Settings) -> int:
         print(f"... and {problems - MAX_PROBLEMS_SHOWN} more problems", file=sys.stderr)
     result = wiring.build(settings).evaluate(data, args.methods, seed=args.seed,
                                              index=args.index, new_papers=args.new_papers,
+                                             interests=args.interests,
                                              progress=not args.quiet)
     runner.write_report(result, args.json)
     print(runner.render_table(result))

@@ -252,6 +252,9 @@ def _add_evaluate(sub: Commands) -> None:
     evaluate.add_argument("--new-papers", type=_fraction, default=None, metavar="FRACTION",
                           help="make this fraction of the papers new (no training likes) and "
                           "also rank the new papers among themselves (see above)")
+    evaluate.add_argument("--interests", action="store_true",
+                          help="also report nDCG@20 and Recall@20 apart for the users whose "
+                          "training likes span several topics (clusters) and the others")
     evaluate.add_argument("--quiet", action="store_true", help="no progress bars")
     evaluate.set_defaults(run="evaluate:evaluate")
 

@@ -114,7 +114,10 @@ def reading_list() -> Response:
     controls = {"diversity": args.get("diversity", ""), "since": args.get("since", ""),
                 "set_aside": "1" if show_set_aside else ""}
     query: dict[str, Any] = {k: v for k, v in controls.items() if v}
+    from .collection_pages import collect_context  # the collections' pages import this one
+
     return page("list.html", active="list", page_name="list", items=items,
+                **collect_context(user, items),
                 personalized=found.personalized, number=number, controls=controls,
                 previous=url_for("web.reading_list", page=number - 1, **query)
                 if number > 1 else None,
