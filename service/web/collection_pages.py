@@ -10,7 +10,7 @@ and the reader's dislikes. Looking at it records nothing.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import cast
 
 from flask import Response, abort, flash, redirect, request, url_for
 
@@ -22,18 +22,11 @@ from recommender.feedback.library import liked_papers
 from ..api.library import MAX_LIBRARY_BYTES, import_for, uploaded_library
 from ..state import components
 from .blueprint import back, current_user, integer, page, signed_in, web
+from .collect_form import collect_context
 from .library_pages import FORMATS, summary
-from .reading import MAX_PAGE, PAGE_SIZE, PaperView, views
+from .reading import MAX_PAGE, PAGE_SIZE, views
 
 MAX_CHOSEN = 10  # collections one "like into" form may name
-
-
-def collect_context(user: str, items: list[PaperView]) -> dict[str, Any]:
-    """What the "like into a collection" form of each item needs: the reader's collections
-    and the ones each item is in (one read of each)."""
-    parts = components()
-    return {"collections": parts.collections.all(user),
-            "collected": parts.collections.memberships(user, [item.id for item in items])}
 
 
 @web.get("/collections")
@@ -41,7 +34,8 @@ def collect_context(user: str, items: list[PaperView]) -> dict[str, Any]:
 def collections() -> Response:
     user = _user()
     found = components().collections.all(user)
-    return page("collections.html", active="collections", collections=found,
+    feed = components().feed_tokens.current(user)  # each collection's feed, when issued
+    return page("collections.html", active="collections", collections=found, feed=feed,
                 most=MAX_COLLECTIONS, here=url_for("web.collections"))
 
 
@@ -72,7 +66,7 @@ def delete_collection(collection_id: str) -> Response:
     name = parts.collections.get(user, collection_id).name
     parts.collections.delete(user, collection_id)
     flash(f"Deleted the collection \u201c{name}\u201d; its papers stay liked.")
-    return redirect(url_for("web.collections"), code=303)
+    return cast(Response, redirect(url_for("web.collections"), code=303))
 
 
 @web.get("/collections/<collection_id>")
@@ -99,7 +93,7 @@ def collection_list(collection_id: str) -> Response:
                 following=url_for("web.collection_list", collection_id=collection_id,
                                   page=number + 1)
                 if len(found.items) == PAGE_SIZE and number < MAX_PAGE else None,
-                **collect_context(user, items + papers))
+                **collect_context(user, [item.id for item in items + papers]))
 
 
 @web.post("/collections/<collection_id>/import")
@@ -109,7 +103,8 @@ def import_collection(collection_id: str) -> Response:
     text, fmt = uploaded_library("choose a file to import (.bib, .ris, .json or .txt)")
     for message in summary(import_for(user, text, fmt, validate_collection_id(collection_id))):
         flash(message)
-    return redirect(url_for("web.collection_list", collection_id=collection_id), code=303)
+    return cast(Response, redirect(url_for("web.collection_list", collection_id=collection_id),
+                                   code=303))
 
 
 @web.get("/collections/<collection_id>/export.<fmt>")
