@@ -7,9 +7,10 @@ Each subscriber is due once per period (a day, or an ISO week) and not sooner th
 period after their last digest. The reading list comes from the same engine as the API, with
 every paper already served to the user left out; below it, one section per collection of
 the reader's (its own list's new papers, those of the overall list left out). A digest is
-recorded in Redis right after the SMTP server accepts it, so a job that crashed half-way and runs again sends only the
-rest; its Message-ID is fixed per user and period, so even the one message that could go
-out twice (a crash between the server's acceptance and the record) is recognisably the same.
+recorded in Redis right after the SMTP server accepts it, so a job that crashed half-way
+and runs again sends only the rest; its Message-ID is fixed per user and period, so even
+the one message that could go out twice (a crash between the server's acceptance and the
+record) is recognisably the same.
 A lock in Redis (redis-py's ``Lock``) keeps a second job from sending at the same time.
 """
 
