@@ -29,14 +29,14 @@ pytestmark = [pytest.mark.system, pytest.mark.skipif(
 PapersAbout = Callable[[Settings, str], list[str]]
 
 
-def create_collection(page: Page, site: Site, name: str) -> None:
+def create_collection(page: Page, site: Site, name: str) -> None:  # noqa: F811
     page.goto(site.base + "/collections")
     page.get_by_label("Name", exact=True).fill(name)
     page.get_by_role("button", name="Create").click()
     expect(page.locator(".flash")).to_contain_text(f"Created the collection \u201c{name}\u201d")
 
 
-def like_first_into(page: Page, name: str) -> str:
+def like_first_into(page: Page, name: str) -> str:  # noqa: F811
     """Like the list's first paper into the collection ``name``; its id."""
     first = page.locator("ol.papers > li").first
     paper = list_ids(page)[0]
@@ -47,8 +47,8 @@ def like_first_into(page: Page, name: str) -> str:
     return paper
 
 
-def test_create_a_collection_like_into_it_and_open_its_list(
-    page: Page, site: Site, paper_ids_about: PapersAbout, tmp_path: Path
+def test_create_a_collection_like_into_it_and_open_its_list(  # noqa: F811
+    page: Page, site: Site, paper_ids_about: PapersAbout, tmp_path: Path  # noqa: F811
 ) -> None:
     sign_in(page, site, "ada@example.org")
     create_collection(page, site, "Federated")
