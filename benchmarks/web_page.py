@@ -83,8 +83,9 @@ def main(argv: list[str] | None = None) -> int:
         liked = reader_likes(args.seed, {pid for pid, _, _ in parts.corpus.index_rows()})
         browser = create_app(parts=parts).test_client()
         sign_in(browser, EMAIL, data / "mail")
-        made = [browser.post(f"/v1/users/{EMAIL}/collections", json={"name": f"Topic {n}"}
-                             ).json["id"] for n in range(args.collections)]
+        made = [str((browser.post(f"/v1/users/{EMAIL}/collections",
+                                  json={"name": f"Topic {n}"}).json or {})["id"])
+                for n in range(args.collections)]
         for n, paper in enumerate(liked):
             body: dict[str, Any] = {"signal": "like"}
             if made:
