@@ -330,3 +330,25 @@ def _collections(browser: FlaskClient) -> list[dict[str, Any]]:
 
     return [{"id": m} for m in re.findall(r'data-collection="([0-9a-f]{8})"',
                                           browser.get("/collections").text)]
+
+
+def test_the_cli_exports_a_collection(
+    client: FlaskClient, sample_settings: Settings, paper_ids_about: PapersAbout,
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import json
+
+    from service.cli import main
+
+    fed = paper_ids_about(sample_settings, "federated")
+    f = create(client, "ada", "Federated")
+    like_into(client, "ada", fed[0], f)
+    like_into(client, "ada", fed[1])
+    monkeypatch.setenv("PAPERREC_DATA_DIR", str(sample_settings.data_dir))
+    monkeypatch.setenv("REDIS_URL", str(sample_settings.redis_url))
+    monkeypatch.setenv("PAPERREC_REDIS_NAMESPACE", sample_settings.redis_namespace)
+    assert main(["export-library", "--user", "ada", "--format", "csl-json",
+                 "--collection", f]) == 0
+    assert [item["id"] for item in json.loads(capsys.readouterr().out)] == [fed[0]]
+    assert main(["export-library", "--user", "ada", "--format", "csl-json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 2

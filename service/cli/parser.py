@@ -217,6 +217,8 @@ def _add_readers(sub: Commands) -> None:
     importer.add_argument("file", type=Path, metavar="FILE")
     importer.add_argument("--user", required=True, help="the user id")
     importer.add_argument("--format", choices=LIBRARY_FORMATS, help="the file's format")
+    importer.add_argument("--collection", metavar="ID",
+                          help="put the papers in this collection of the user's")
     importer.set_defaults(run="readers:import_library")
 
     exporter = sub.add_parser(
@@ -227,6 +229,8 @@ def _add_readers(sub: Commands) -> None:
     exporter.add_argument("--format", choices=LIBRARY_FORMATS[:3], default="bibtex",
                           help="bibtex (default), ris or csl-json")
     exporter.add_argument("-o", "--output", type=Path, metavar="FILE", help="write it here")
+    exporter.add_argument("--collection", metavar="ID",
+                          help="only the papers of this collection of the user's")
     exporter.set_defaults(run="readers:export_library")
 
 
