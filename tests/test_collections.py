@@ -77,8 +77,10 @@ def test_names_are_bounded_and_unique(client: FlaskClient) -> None:
     assert client.patch(f"/v1/users/ada/collections/{first}",
                         json={"name": "graph learning"}).status_code == 200  # its own name
 
-    for bad in ["", "   ", "x" * 101, "!!!"]:
-        response = client.post("/v1/users/ada/collections", json={"name": bad})
+    for bad in ['""', '"   "', f'"{"x" * 101}"', '"!!!"', '"a\\u0000b"', '"a\\u001bb"',
+                '"a\\ud800"']:  # JSON as sent: a lone surrogate escaped
+        response = client.post("/v1/users/ada/collections", data=f'{{"name": {bad}}}',
+                               content_type="application/json")
         assert response.status_code == 400, bad
     assert client.post("/v1/users/ada/collections", json={"name": "x", "colour": 1}
                        ).status_code == 400

@@ -130,6 +130,9 @@ def collection_name(name: str) -> tuple[str, str]:
     if not isinstance(name, str) or not VALUE_PATTERN.search(name):
         raise InvalidInput(f"a collection's name must have a letter or digit, got {name!r}")
     shown = " ".join(name.split())
+    if any(unicodedata.category(c) in ("Cc", "Cs") for c in shown):
+        raise InvalidInput("a collection's name may not hold control characters or lone "
+                           "surrogates")
     if len(shown) > MAX_NAME_LENGTH:
         raise InvalidInput(f"a collection's name must be at most {MAX_NAME_LENGTH} "
                            f"characters, got {len(shown)}")
