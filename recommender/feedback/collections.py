@@ -239,6 +239,13 @@ class CollectionStore:
             raise self._missing(user_id, collection_id)
         return found[0]
 
+    def check(self, user_id: str, collection_ids: list[str]) -> None:
+        """NotFound for the first of these the user has no collection of."""
+        have = {c.id for c in self.all(user_id)}
+        for collection_id in collection_ids:
+            if collection_id not in have:
+                raise self._missing(user_id, collection_id)
+
     def papers(self, user_id: str, collection_id: str) -> CollectionPapers:
         """The collection and its papers, most recently liked first."""
         collection = self.get(user_id, collection_id)

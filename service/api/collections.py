@@ -25,11 +25,17 @@ from .shapes import Answer, CollectionId, Strict, UserPath
 
 api = area(__name__, tag="collections")
 
+# A letter or digit as the rules' values have one (VALUE_PATTERN), and no control character
+# (C0, DEL, C1: what the library refuses) anywhere: explicit ranges, read alike by Python's
+# re and ECMA-262.
+NO_CONTROLS = "[^\\x00-\\x1f\\x7f-\\x9f]*"
+NAME_PATTERN = f"^{NO_CONTROLS}{VALUE_PATTERN.pattern}{NO_CONTROLS}$"
 CollectionName = Annotated[str, Field(
     min_length=1, max_length=MAX_NAME_LENGTH,
-    description=f"a name with a letter or digit (any script's), at most {MAX_NAME_LENGTH} "
-                "characters; its ends are stripped and its spaces collapsed",
-    json_schema_extra={"pattern": VALUE_PATTERN.pattern, "example": "Graph learning"})]
+    description=f"a name with a letter or digit (any script's) and no control character, at "
+                f"most {MAX_NAME_LENGTH} characters; its ends are stripped and its spaces "
+                "collapsed",
+    json_schema_extra={"pattern": NAME_PATTERN, "example": "Graph learning"})]
 
 
 class UserCollectionPath(BaseModel):

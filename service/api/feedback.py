@@ -60,6 +60,7 @@ def put_feedback(path: UserPaperPath, body: FeedbackBody) -> Reply:
     parts = components()
     paper = parts.recommender.paper(path.paper_id, viewer=path.user_id)
     if body.signal == "dislike" and body.collections:
+        parts.collections.check(path.user_id, body.collections)  # 404 for one not theirs
         raise InvalidInput("a disliked paper is in no collection: like it to put it in "
                            "collections, or leave `collections` out")
     collections = None if body.collections is None else list(dict.fromkeys(body.collections))
