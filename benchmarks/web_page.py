@@ -1,7 +1,8 @@
 """Web page: the list page's cost over the JSON reading list: server time of `GET /list` (the
 web page, 10 papers) against `GET /v1/users/<id>/recommendations?k=10`, for a reader with 100
-likes, on citeulike-a (16,980 papers, ``--limit`` fewer; the exact index the service uses
-below 20,000).
+likes spread over ``--collections`` (3) collections, so that both lists interleave each
+collection's list with the whole profile's, on citeulike-a (16,980 papers, ``--limit``
+fewer; the exact index the service uses below 20,000).
 
 The reader is a real citeulike-a user with at least 100 saved papers, 100 of them liked
 through the API; they sign in through the web pages' own flow (``replay.web_steps``: the
@@ -45,6 +46,9 @@ bench.option("--limit", type=int, default=0, quick=2000,
 bench.option("--redis-url", default="redis://127.0.0.1:6379/0", help="the service's Redis")
 bench.option("--requests", type=int, default=200, quick=20, help="of each kind, timed")
 bench.option("--seed", type=int, default=0, help="which reader")
+bench.option("--collections", type=int, default=3, quick=3,
+             help="collections the reader's likes are spread over, round robin (0: none); "
+                  "with two or more, both lists interleave each collection's list")
 
 
 def reader_likes(seed: int, papers: set[str]) -> list[str]:
@@ -80,9 +84,14 @@ def main(argv: list[str] | None = None) -> int:
         liked = reader_likes(args.seed, {pid for pid, _, _ in parts.corpus.index_rows()})
         browser = create_app(parts=parts).test_client()
         sign_in(browser, EMAIL, data / "mail")
-        for paper in liked:
-            answer = browser.put(f"/v1/users/{EMAIL}/feedback/{paper}",
-                                 json={"signal": "like"})
+        made = [str((browser.post(f"/v1/users/{EMAIL}/collections",
+                                  json={"name": f"Topic {n}"}).json or {})["id"])
+                for n in range(args.collections)]
+        for n, paper in enumerate(liked):
+            body: dict[str, Any] = {"signal": "like"}
+            if made:
+                body["collections"] = [made[n % len(made)]]
+            answer = browser.put(f"/v1/users/{EMAIL}/feedback/{paper}", json=body)
             assert answer.status_code in (200, 201), answer.text
         paths = {"json": f"/v1/users/{EMAIL}/recommendations?k=10", "page": "/list"}
         times: dict[str, list[float]] = {"json": [], "page": []}
@@ -99,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
             keys.delete(key)
     figures = {kind: harness.percentiles(v, suffix="_ms") for kind, v in times.items()}
     result: dict[str, Any] = {
-        "papers": built.papers, "likes": LIKES, "requests_each": args.requests,
+        "papers": built.papers, "likes": LIKES, "collections": args.collections,
+        "requests_each": args.requests,
         "statuses": dict(statuses),
         "list_items_on_page": page_text.count('<li class="paper'),
         **figures,

@@ -46,6 +46,7 @@ from recommender.embedding.encoders import TextEncoder, shared_embedder
 from recommender.evaluation.dataset import Dataset
 from recommender.evaluation.runner import run_evaluation
 from recommender.feedback import library
+from recommender.feedback.collections import CollectionStore
 from recommender.feedback.layout import LayoutMigration, migrate_layout
 from recommender.feedback.rules import RuleStore
 from recommender.feedback.store import FeedbackStore
@@ -153,9 +154,15 @@ class Paperrec:
         return RuleStore(self.redis, self.keys, self.writes)
 
     @cached_property
+    def collections(self) -> CollectionStore:
+        """The readers' named collections of liked papers, one list each."""
+        return CollectionStore(self.redis, self.keys, self.feedback, self.writes)
+
+    @cached_property
     def user_data(self) -> UserData:
         return UserData(self.feedback,
-                        [self.subscriptions, self.rules, self.feed_tokens, self.corpus],
+                        [self.subscriptions, self.rules, self.collections, self.feed_tokens,
+                         self.corpus],
                         forget=[self.corpus.forget_uploader])
 
     @cached_property
@@ -193,12 +200,14 @@ class Paperrec:
     def feeds(self) -> FeedBuilder:
         """Reading lists as Atom and JSON Feed."""
         return FeedBuilder(self.recommender, self.corpus, self.feedback, self.rules,
-                           self.index, self.collaborative, self.settings.public_url)
+                           self.index, self.collaborative, self.settings.public_url,
+                           self.collections)
 
     @cached_property
     def digest(self) -> DigestJob:
         return DigestJob(self.recommender, self.subscriptions, self.feedback, self.corpus,
-                         self.links, self.settings.public_url, self.settings.mail_from)
+                         self.links, self.settings.public_url, self.settings.mail_from,
+                         self.collections)
 
     @cached_property
     def arxiv(self) -> OaiPmhClient:
@@ -257,13 +266,18 @@ class Paperrec:
         return jobs.train_collaborative(self.feedback, self.models, self.index,
                                         progress=progress, if_changed=if_changed)
 
-    def import_library(self, parsed: ParsedLibrary, user_id: str,
-                       now: float) -> library.ImportReport:
-        """Like the papers of a reader's library file, adding the unknown ones."""
+    def import_library(self, parsed: ParsedLibrary, user_id: str, now: float,
+                       collection: str | None = None) -> library.ImportReport:
+        """Like the papers of a reader's library file, adding the unknown ones;
+        ``collection``: into that collection of theirs (NotFound, before anything is
+        written, when they have none of that id)."""
+        if collection is not None:
+            self.collections.get(user_id, collection)
         return library.import_library(parsed, user_id, corpus=self.corpus,
                                       feedback=self.feedback, quota=self.upload_quota,
                                       embedder=self.embedder,
-                                      embedding_cache=self.embedding_cache, now=now)
+                                      embedding_cache=self.embedding_cache, now=now,
+                                      collection=collection)
 
     def send_digests(self, now: float, *, only_user: str | None = None,
                      dry_run: Path | None = None, progress: bool = True) -> DigestSummary:
@@ -276,12 +290,13 @@ class Paperrec:
 
     def evaluate(self, data: Dataset, methods: list[str], *, seed: int = 0,
                  index: str = "auto", new_papers: float | None = None,
-                 onboarding: list[int] | None = None,
+                 onboarding: list[int] | None = None, interests: bool = False,
                  progress: bool = True) -> dict[str, Any]:
         """The offline evaluation of these methods (``evaluation.runner``)."""
         return run_evaluation(data, methods, seed, self.settings, self.embedder,
                               self.embedding_cache, progress=progress, index=index,
-                              new_papers=new_papers, onboarding=onboarding)
+                              new_papers=new_papers, onboarding=onboarding,
+                              interests=interests)
 
     def scheduled_round(self, now: float, on_rejection: OnRejection) -> list[StepOutcome]:
         """One round of the scheduled jobs (`paperrec jobs`): harvest the arXiv categories

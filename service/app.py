@@ -18,6 +18,7 @@ from recommender.wiring import Paperrec
 from . import confirmation_mail, metrics, page_security, request_limits, web
 from .api import (
     account,
+    collections,
     digests,
     feedback,
     feeds,
@@ -59,7 +60,7 @@ def create_app(settings: Settings | None = None, parts: Paperrec | None = None) 
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n)  # type: ignore[method-assign]
     # The API, one blueprint per area (service/api); each area's line here.
     api = [health.api, papers.api, feedback.api, library.api, rules.api, lists.api,
-           digests.api, links.api, feeds.api, account.api, review.api]
+           collections.api, digests.api, links.api, feeds.api, account.api, review.api]
     for area in api:
         app.register_api(area)
     app.register_blueprint(docs)

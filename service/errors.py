@@ -22,6 +22,7 @@ ERROR_STATUSES = {
     401: "No API key, or not a valid one.",
     403: "This needs an admin API key (for an email link: the link is not valid).",
     404: "Not found; the message says what.",
+    409: "It clashes with what is stored (a name already taken); the message says what.",
     410: "The link has expired.",
     413: "Too large, or too costly to read; the message says the limit.",
     414: "The URL is too long (ids are at most 128 characters).",

@@ -493,3 +493,27 @@ def test_the_command_rejects_a_fraction_of_new_papers_outside_0_1(
     assert exit_.value.code == 2
     assert "--new-papers" in err and "between 0 and 1 (exclusive)" in err
     assert not (tmp_path / "o").exists()
+
+
+def test_interests_split_the_report_and_each_topic_reaches_the_top(tmp_path: Path) -> None:
+    """Reader m likes two topics (four papers each), reader s one: with ``--interests`` the
+    report measures them apart, and hybrid-interests interleaves: the whole profile's best,
+    then each topic's best."""
+    papers = [(f"{t}{i}", f"{t} topic paper {i}") for t in ("graph", "fed") for i in range(6)]
+    papers += [(f"x{i}", f"unrelated {i}") for i in range(200)]
+    train = [f"m\t{t}{i}" for t in ("graph", "fed") for i in range(4)]
+    train += [f"s\tgraph{i}" for i in range(5)]
+    test = ["m\tgraph4", "m\tfed4", "s\tgraph5"]
+    data = load_dataset(*write_dataset(tmp_path, papers, train, test))
+    settings = Settings(data_dir=tmp_path / "var")
+    report = evaluate(settings, WordEmbedder(), data,  # type: ignore[arg-type]
+                      ["hybrid", "hybrid-interests"], interests=True)
+    found = report["interests"]
+    assert (found["several_topics_users"], found["one_topic_users"]) == (1, 1)
+    assert found["several_topics"]["hybrid-interests"]["recall@20"] == 1.0
+    method = make_method("hybrid-interests", seed=0)
+    method.fit(data, paper_vectors(data.papers, WordEmbedder(),  # type: ignore[arg-type]
+                                   wiring.build(settings).embedding_cache, progress=False)[0])
+    liked = data.train[data.users.index("m")]
+    top = [data.paper_ids[r] for r in top_rows(method.scores(liked), liked)[:3]]
+    assert {"graph4", "fed4"} <= set(top) and {p[:3] for p in top} == {"gra", "fed"}

@@ -54,6 +54,14 @@ class NotFound(PaperrecError):
     status = 404
 
 
+class Conflict(PaperrecError):
+    """The request clashes with what is stored (a collection's name already taken); the
+    message says what to change."""
+
+    code = "conflict"
+    status = 409
+
+
 class ExpiredLink(PaperrecError):
     """An email link past its expiry."""
 

@@ -43,6 +43,14 @@ class DigestItem:
 
 
 @dataclass(frozen=True)
+class DigestSection:
+    """The list of one of the reader's collections, below the overall list."""
+
+    name: str  # the collection's name
+    items: list[DigestItem]
+
+
+@dataclass(frozen=True)
 class DigestContent:
     user_id: str
     items: list[DigestItem]
@@ -50,6 +58,7 @@ class DigestContent:
     frequency: str  # "daily" | "weekly"
     personalized: bool  # false: tell the reader the list will improve as they react
     period_label: str  # e.g. "week of 2026-11-30" or "2026-11-30"
+    sections: tuple[DigestSection, ...] = ()  # one per collection with papers to show
 
 
 def render_digest(content: DigestContent, sender: str, recipient: str, message_id: str,

@@ -29,6 +29,7 @@ from feedgen.feed import FeedGenerator
 from recommender.core.papers import Paper
 from recommender.corpus.store import CorpusStore
 from recommender.digest.feed_tokens import FeedUrls
+from recommender.feedback.collections import Collection, CollectionStore
 from recommender.feedback.rules import RuleStore
 from recommender.feedback.store import FeedbackStore
 from recommender.index.store import LiveIndex
@@ -85,21 +86,32 @@ class Feed:
     home_url: str
     updated: dt.datetime  # when this list was ranked
     entries: list[FeedEntry]
+    collection: Collection | None = None  # the feed of one collection's list
 
     @property
     def id(self) -> str:
-        return f"urn:paperrec:feed:{self.user_id}"
+        own = f":collection:{self.collection.id}" if self.collection else ""
+        return f"urn:paperrec:feed:{self.user_id}{own}"
 
     @property
     def title(self) -> str:
+        if self.collection is not None:
+            return f"paperrec: {self.collection.name} ({self.user_id})"
         return f"paperrec: reading list for {self.user_id}"
+
+    @property
+    def atom_url(self) -> str:
+        own = f"?collection={self.collection.id}" if self.collection else ""
+        return self.urls.atom + own
 
 
 class FeedBuilder:
     def __init__(self, recommender: Recommender, corpus: CorpusStore, feedback: FeedbackStore,
                  rules: RuleStore, index: LiveIndex,
-                 collaborative: LiveVersion[CollaborativeModel], public_url: str) -> None:
+                 collaborative: LiveVersion[CollaborativeModel], public_url: str,
+                 collections: CollectionStore) -> None:
         self._recommender = recommender
+        self._collections = collections
         self._corpus = corpus
         self._feedback = feedback
         self._rules = rules
@@ -107,7 +119,7 @@ class FeedBuilder:
         self._collaborative = collaborative
         self._public_url = public_url.rstrip("/")
 
-    def version(self, urls: FeedUrls, now: float) -> str:
+    def version(self, urls: FeedUrls, now: float, collection: str | None = None) -> str:
         """A fingerprint of what the user's list is made from at ``now``: equal fingerprints,
         equal feeds (within the hour, other readers' likes aside). A few Redis reads."""
         self._collaborative.get()  # picks up a newly published model, as ranking would
@@ -120,14 +132,18 @@ class FeedBuilder:
             "rules": [(r.action, r.kind, r.value) for r in self._rules.get(urls.user_id)],
             "period": int(now // VERSION_PERIOD),
             "items": FEED_ITEMS,
+            "collection": collection,
+            "collections": [(c.id, c.name, c.size) for c in self._collections.all(urls.user_id)],
         }
         encoded = json.dumps(state, sort_keys=True, separators=(",", ":"), default=str)
         return hashlib.sha256(encoded.encode()).hexdigest()[:32]
 
-    def build(self, urls: FeedUrls, now: float) -> Feed:
-        """The user's reading list now, as feed entries (records nothing as served)."""
+    def build(self, urls: FeedUrls, now: float, collection: str | None = None) -> Feed:
+        """The user's reading list now (``collection``: that collection's list), as feed
+        entries (records nothing as served)."""
+        named = None if collection is None else self._collections.get(urls.user_id, collection)
         reading_list = self._recommender.recommend(urls.user_id, FEED_ITEMS, now=now,
-                                                   record=False)
+                                                   record=False, collection=collection)
         papers = self._corpus.get_many([item.paper_id for item in reading_list.items])
         issued = dt.datetime.fromtimestamp(int(urls.issued_at), dt.UTC)
         entries = []
@@ -140,7 +156,7 @@ class FeedBuilder:
                 close_likes=item.close_likes, probability=item.probability,
                 published=published, updated=published or issued))
         return Feed(urls.user_id, urls, self._public_url + "/",
-                    dt.datetime.fromtimestamp(int(now), dt.UTC), entries)
+                    dt.datetime.fromtimestamp(int(now), dt.UTC), entries, named)
 
     def _url(self, paper: Paper) -> str:
         if paper.url:
@@ -169,7 +185,7 @@ def atom_xml(feed: Feed) -> bytes:
     gen.id(feed.id)
     gen.title(feed.title)
     gen.subtitle("Papers ranked for you by paperrec, with the reason each is on your list.")
-    gen.link(href=feed.urls.atom, rel="self", type="application/atom+xml")
+    gen.link(href=feed.atom_url, rel="self", type="application/atom+xml")
     gen.link(href=feed.home_url, rel="alternate")
     gen.author(name="paperrec")
     gen.generator(GENERATOR)
@@ -221,7 +237,8 @@ def as_json_feed(feed: Feed) -> dict[str, Any]:
         "version": JSON_FEED_VERSION,
         "title": feed.title,
         "home_page_url": feed.home_url,
-        "feed_url": feed.urls.json,
+        "feed_url": feed.urls.json + (f"?collection={feed.collection.id}"
+                                      if feed.collection else ""),
         "description": "Papers ranked for you by paperrec, with the reason each is on your "
                        "list.",
         "authors": [{"name": "paperrec"}],

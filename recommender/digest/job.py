@@ -5,10 +5,12 @@ still waiting for its confirmation is skipped and counted ("address not confirme
 
 Each subscriber is due once per period (a day, or an ISO week) and not sooner than most of a
 period after their last digest. The reading list comes from the same engine as the API, with
-every paper already served to the user left out. A digest is recorded in Redis right after
-the SMTP server accepts it, so a job that crashed half-way and runs again sends only the
-rest; its Message-ID is fixed per user and period, so even the one message that could go
-out twice (a crash between the server's acceptance and the record) is recognisably the same.
+every paper already served to the user left out; below it, one section per collection of
+the reader's (its own list's new papers, those of the overall list left out). A digest is
+recorded in Redis right after the SMTP server accepts it, so a job that crashed half-way
+and runs again sends only the rest; its Message-ID is fixed per user and period, so even
+the one message that could go out twice (a crash between the server's acceptance and the
+record) is recognisably the same.
 A lock in Redis (redis-py's ``Lock``) keeps a second job from sending at the same time.
 """
 
@@ -29,17 +31,20 @@ from tqdm import tqdm
 from recommender.core.errors import PaperrecError
 from recommender.core.papers import Paper
 from recommender.corpus.store import CorpusStore
-from recommender.digest.email import DigestContent, DigestItem, render_digest
+from recommender.digest.email import DigestContent, DigestItem, DigestSection, render_digest
 from recommender.digest.links import Action, LinkSigner
 from recommender.digest.mailer import Mailer
 from recommender.digest.subscriptions import Frequency, Subscription, SubscriptionStore
+from recommender.feedback.collections import CollectionStore
 from recommender.feedback.store import FeedbackStore
+from recommender.ranking.explain import Recommendation
 from recommender.ranking.item_view import item_view
 from recommender.ranking.recommender import Recommender
 from recommender.storage.redis_options import redis_errors
 
 log = logging.getLogger(__name__)
 MIN_GAP_SECONDS = {"daily": 20 * 3600, "weekly": 6 * 86400}
+SECTION_ITEMS = 5  # papers in a collection's section of a digest at most
 LOCK_SECONDS = 30 * 60
 
 
@@ -80,6 +85,8 @@ class DigestJob:
     links: LinkSigner
     public_url: str  # the base of every link in the emails
     mail_from: str
+    # The readers' collections: each collection with papers to show gets a section.
+    collections: CollectionStore | None = None
 
     def run(self, mailer: Mailer, now: float, only_user: str | None = None,
             progress: bool = True) -> DigestSummary:
@@ -135,15 +142,22 @@ class DigestJob:
             token = self.links.sign(sub.user_id, action, paper_id, now)
             return f"{self.public_url}/v1/links/{token}"
 
-        items = [DigestItem(item_view(papers.get(item.paper_id) or Paper(item.paper_id, item.title),
-                                      title=item.title, reason=item.reason,
-                                      standing=item.standing),
-                            link("like", item.paper_id), link("dislike", item.paper_id))
-                 for item in reading.items]
+        def digest_item(item: Recommendation) -> DigestItem:
+            paper = papers.get(item.paper_id) or Paper(item.paper_id, item.title)
+            return DigestItem(item_view(paper, title=item.title, reason=item.reason,
+                                        standing=item.standing),
+                              link("like", item.paper_id), link("dislike", item.paper_id))
+
+        items = [digest_item(item) for item in reading.items]
+        sections = self._sections(sub, now, {item.paper_id for item in reading.items})
+        papers.update(self.corpus.get_many([item.paper_id for _, found in sections
+                                            for item in found]))
         unsubscribe = link("unsubscribe", None)
         label = period if sub.frequency == "daily" else f"week of {_monday(now).isoformat()}"
         content = DigestContent(sub.user_id, items, unsubscribe, sub.frequency,
-                                reading.personalized, label)
+                                reading.personalized, label,
+                                tuple(DigestSection(name, [digest_item(i) for i in found])
+                                      for name, found in sections))
         # Fixed per user and period (user ids may hold "@", so they are hashed).
         user_hash = hashlib.sha256(sub.user_id.encode()).hexdigest()[:16]
         message_id = f"<digest.{user_hash}.{period}@paperrec>"
@@ -159,7 +173,29 @@ class DigestJob:
         summary.sent += 1
         if not mailer.dry_run:
             store.record_digest(sub.user_id, period, now, message_id)
-            self.feedback.record_served(sub.user_id, [item.paper_id for item in items], now)
+            self.feedback.record_served(sub.user_id, [item.paper_id for item in items] + [
+                item.paper_id for section in content.sections for item in section.items], now)
+
+    def _sections(self, sub: Subscription, now: float,
+                  shown: set[str]) -> list[tuple[str, list[Recommendation]]]:
+        """(name, items) of each of the reader's collections with liked papers: its list's
+        new papers (those served before, and those of the overall list, left out), at most
+        SECTION_ITEMS."""
+        if self.collections is None:
+            return []
+        found = []
+        for collection in self.collections.all(sub.user_id):
+            if not collection.size:
+                continue
+            reading = self.recommender.recommend(
+                sub.user_id, min(sub.max_items, SECTION_ITEMS) + len(shown), now=now,
+                exclude_served=True, record=False, min_probability=sub.min_probability,
+                collection=collection.id)
+            items = [item for item in reading.items if item.paper_id not in shown]
+            items = items[:min(sub.max_items, SECTION_ITEMS)]
+            if items:
+                found.append((collection.name, items))
+        return found
 
 
 def _acquire(lock: Lock) -> bool:

@@ -27,6 +27,10 @@ ignore it (the runner keeps only those rows); one that ranks for itself must ran
   the candidates the index finds, as the service does for large corpora. Among the new
   papers, it ranks as a digest does: a ``ListRequest`` with ``since_day``, the new papers
   dated after the rest.
+- ``hybrid-interests``: ``hybrid`` for a reader of several topics: the training likes
+  clustered (``ranking.interests.interests``), each cluster ranked against the whole profile
+  and the lists interleaved (``ranking.interests.rank_interests``, what the service does
+  with a reader's collections); the same as ``hybrid`` for a reader of one topic.
 - ``content-whitened`` and ``colike-projection``: ranking ideas that did not become the
   ranking but are kept to compare with it (``variants``).
 """
@@ -55,6 +59,7 @@ from recommender.index.content_space import (
 from recommender.index.store import IndexStore
 from recommender.ranking.collaborative import CollaborativeModel
 from recommender.ranking.context import RankingContext, context_for
+from recommender.ranking.interests import groups_of, interests, rank_interests
 from recommender.ranking.rank import rank
 from recommender.ranking.request import ListRequest
 
@@ -296,6 +301,23 @@ class Hybrid:
         return self._digest[1]
 
 
+class HybridInterests(Hybrid):
+    """``Hybrid`` with the user's likes clustered into interests, each ranked on its own and
+    interleaved with the whole profile's list (``rank_interests``)."""
+
+    def __init__(self, seed: int, exact_max: int = EXACT_INDEX_MAX) -> None:
+        super().__init__(seed, exact_max)
+        self.name = "hybrid-interests"
+
+    def scores(self, liked: np.ndarray, among: np.ndarray | None = None) -> TopRows:
+        assert self._context is not None, "fit first"
+        ctx = self._context if among is None else self._dated(among)
+        request = ListRequest(liked, DEPTH, since_day=None if among is None else DIGEST_DAY)
+        groups = groups_of(liked, interests(ctx.vectors[liked], self._seed))
+        ranked = rank_interests(ctx, request, groups)
+        return TopRows(ranked.rows, ranked.scores / ranked.scale if among is None else None)
+
+
 def exact_max_for(index: str, exact_index_max: int) -> int:
     """The ``exact_max`` threshold that builds this kind of index (``INDEX_KINDS``) over any
     corpus: ``auto`` is the service's own, ``exact`` and ``hnsw`` force the kind."""
@@ -314,6 +336,7 @@ _FACTORIES: dict[str, Callable[[int, int], Method]] = {
     "cf": lambda seed, _: Collaborative(seed),
     "tfidf-svm": lambda seed, _: TfidfSvm(seed),
     "hybrid": Hybrid,
+    "hybrid-interests": HybridInterests,
     "content-whitened": lambda seed, _: WhitenedContent(seed),
     "colike-projection": lambda seed, _: CoLikeProjection(seed),
 }

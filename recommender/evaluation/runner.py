@@ -33,7 +33,9 @@ from recommender.evaluation.metrics import (
     user_metrics,
 )
 from recommender.evaluation.onboarding import evaluate_onboarding
+from recommender.index.content_space import normalise
 from recommender.ranking import calibration
+from recommender.ranking.interests import interests as topics
 from recommender.storage.versions import write_atomically
 
 CALIBRATION_FOLDS = 2  # users split in two: fitted on one half, measured on the other
@@ -45,6 +47,7 @@ def run_evaluation(
     data: Dataset, methods: list[str], seed: int, settings: Settings, embedder: TextEncoder,
     cache: EmbeddingCache, progress: bool = True, index: str = "auto",
     new_papers: float | None = None, onboarding: list[int] | None = None,
+    interests: bool = False,
 ) -> dict[str, Any]:
     """Evaluate each method on every user with test papers; seconds include fitting.
 
@@ -60,6 +63,9 @@ def run_evaluation(
     ``onboarding``: numbers of answers; the report then has ``onboarding``: the first list of
     simulated new readers after that many answers, for the product's questions and for random
     and popular ones (``evaluation.onboarding``).
+    ``interests``: the report then has ``interests``: each method's nDCG@20 and Recall@20
+    over the users whose training likes span several topics (``ranking.interests.interests``
+    over their centred embeddings gives two clusters or more) and over the others.
     """
     exact_max = exact_max_for(index, settings.exact_index_max)
     unknown = [name for name in methods if name not in METHOD_NAMES]
@@ -76,13 +82,15 @@ def run_evaluation(
     summary: dict[str, Any] = {**data.summary(), "index": None}
     built = [make_method(name, seed, exact_max) for name in methods]
     vectors = None
-    if onboarding or any(method.needs_vectors for method in built):
+    if onboarding or interests or any(method.needs_vectors for method in built):
         started = time.perf_counter()
         vectors, embedded = paper_vectors(data.papers, embedder, cache, progress)
         summary.update(embedding_model=settings.model, embedding=embedder.variant,
                        newly_embedded=embedded,
                        embedding_seconds=round(time.perf_counter() - started, 3))
     new_rows = data.new_rows
+    several = _several_topics(data, vectors, evaluated, seed) if interests else None
+    per_user: dict[str, np.ndarray] = {}
     results: dict[str, dict[str, Any]] = {}
     on_new: dict[str, dict[str, float | int]] = {}
     for method in built:
@@ -96,7 +104,11 @@ def run_evaluation(
         for user in tqdm(evaluated, desc=method.name, unit="user", disable=not progress):
             liked = data.train[user]
             output = method.scores(liked)
-            total += user_metrics(top_rows(output, liked), data.test[user])
+            measured = user_metrics(top_rows(output, liked), data.test[user])
+            total += measured
+            if several is not None:
+                per_user.setdefault(method.name, np.zeros((len(data.test), len(METRICS))))[
+                    user] = measured
             if isinstance(output, TopRows) and output.z is not None:
                 top = slice(0, calibration.DEPTH)
                 seen.add(output.z[top], len(liked), np.isin(output.rows[top], data.test[user]))
@@ -124,6 +136,8 @@ def run_evaluation(
             data, vectors, onboarding, seed, exact_max, calibration.default_for(settings.model),
             progress)
         report["onboarding"]["seconds"] = round(time.perf_counter() - started, 3)
+    if several is not None:
+        report["interests"] = _by_topics(per_user, evaluated, several)
     return {**report, "dataset": summary, "seed": seed}
 
 
@@ -167,6 +181,33 @@ def _calibration(seen: calibration.Observations, seed: int) -> dict[str, Any] | 
             "thresholds": kept}
 
 
+INTEREST_METRICS = ("ndcg@20", "recall@20")
+
+
+def _several_topics(data: Dataset, vectors: np.ndarray | None, evaluated: list[int],
+                    seed: int) -> set[int]:
+    """The evaluated users whose training likes form two interests or more
+    (``ranking.interests.interests`` over the centred embeddings of their likes)."""
+    assert vectors is not None, "the embeddings are loaded for --interests"
+    centred = normalise(vectors - vectors.mean(axis=0))
+    return {user for user in evaluated
+            if len(np.unique(topics(centred[data.train[user]], seed))) > 1}
+
+
+def _by_topics(per_user: dict[str, np.ndarray], evaluated: list[int],
+               several: set[int]) -> dict[str, Any]:
+    """Each method's INTEREST_METRICS averaged over the users of several topics, and over
+    the others."""
+    groups = {"several_topics": sorted(several),
+              "one_topic": [user for user in evaluated if user not in several]}
+    out: dict[str, Any] = {f"{name}_users": len(users) for name, users in groups.items()}
+    for name, users in groups.items():
+        out[name] = {method: {metric: float(values[users, METRICS.index(metric)].mean())
+                              if users else 0.0 for metric in INTEREST_METRICS}
+                     for method, values in per_user.items()}
+    return out
+
+
 def _averages(names: tuple[str, ...], total: np.ndarray, users: int) -> dict[str, float]:
     return {name: float(value / users) if users else 0.0
             for name, value in zip(names, total, strict=True)}
@@ -179,6 +220,15 @@ def render_table(report: dict[str, Any]) -> str:
     for name, result in report["methods"].items():
         cells = "".join(f"{result[metric]:>12.4f}" for metric in METRICS)
         lines.append(f"{name:<18}{cells}{result['seconds']:>12.1f}")
+    if "interests" in report:
+        found = report["interests"]
+        for group in ("several_topics", "one_topic"):
+            header = f"{group.replace('_', ' ') + ' users':<18}" + "".join(
+                f"{name:>12}" for name in INTEREST_METRICS)
+            lines += ["", f"{found[group + '_users']} users", header, "-" * len(header)]
+            for name, result in found[group].items():
+                cells = "".join(f"{result[metric]:>12.4f}" for metric in INTEREST_METRICS)
+                lines.append(f"{name:<18}{cells}")
     if "new_papers" in report:
         header = f"{'new papers only':<18}" + "".join(
             f"{name:>12}" for name in (*NEW_PAPER_METRICS, "users"))

@@ -60,7 +60,10 @@ class ImportReport:
 
 def import_library(parsed: ParsedLibrary, user_id: str, *, corpus: CorpusStore,
                    feedback: FeedbackStore, quota: UploadQuota, embedder: TextEncoder,
-                   embedding_cache: EmbeddingCache, now: float) -> ImportReport:
+                   embedding_cache: EmbeddingCache, now: float,
+                   collection: str | None = None) -> ImportReport:
+    """``collection``: one of the reader's collections the file's papers go into (those
+    liked already too)."""
     report = ImportReport(rejected=[_rejected(r) for r in parsed.rejected])
     likes = {f.paper_id for f in feedback.get(user_id) if f.signal == "like"}
     found: list[tuple[LibraryEntry, str]] = []
@@ -98,15 +101,22 @@ def import_library(parsed: ParsedLibrary, user_id: str, *, corpus: CorpusStore,
         likes.add(paper_id)
         liked_now.append(paper_id)
         (report.added if paper_id in added_ids else report.matched).append(item)
-    feedback.set_many(user_id, liked_now, "like", now)
+    if collection is None:
+        feedback.set_many(user_id, liked_now, "like", now)
+    else:
+        into = liked_now + [item.paper_id for item in report.already_liked if item.paper_id]
+        feedback.set_many(user_id, into, "like", now, [collection], "add")
     _embed(corpus, liked_now, embedder, embedding_cache)
     report.liked = len(likes)
     return report
 
 
-def liked_papers(user_id: str, *, corpus: CorpusStore, feedback: FeedbackStore) -> list[Paper]:
-    """The papers the user likes, oldest like first (those no longer in the corpus left out)."""
-    ids = [f.paper_id for f in feedback.get(user_id) if f.signal == "like"]
+def liked_papers(user_id: str, *, corpus: CorpusStore, feedback: FeedbackStore,
+                 only: set[str] | None = None) -> list[Paper]:
+    """The papers the user likes, oldest like first (those no longer in the corpus left out);
+    ``only``: of these (a collection's papers)."""
+    ids = [f.paper_id for f in feedback.get(user_id) if f.signal == "like"
+           and (only is None or f.paper_id in only)]
     papers = corpus.get_many(ids)
     return [papers[pid] for pid in ids if pid in papers]
 

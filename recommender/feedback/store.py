@@ -18,12 +18,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 import redis
 
 from recommender.core.config import SERVED_HISTORY_MAX
-from recommender.core.errors import InvalidInput
+from recommender.core.errors import InvalidInput, NotFound
 from recommender.core.ids import PaperId, validate_paper_id
 from recommender.feedback.rules import Rule, parse_rules
 from recommender.storage.redis_keys import BUCKETS, RedisKeys, bucket_of
@@ -34,14 +34,26 @@ Signal = Literal["like", "dislike"]
 SET_ASIDE_MAX = 1_000  # papers a reader may have set aside (the newest are kept)
 # What a reader did with a paper, as the pages show it: rated it, or set it aside ("Not now").
 Mark = Literal["like", "dislike", "set-aside"]
+# What a like does to the collections of its papers: leave them, set exactly the ones given,
+# or add the ones given.
+Membership = Literal["keep", "set", "add"]
 
-# KEYS: feedback hash, the bucket's like counts and users set.
-# ARGV: user, new value ("" = remove), then the papers it is set on. Returns how many of the
-# papers had a signal before. One script for one paper or a whole import: all or nothing.
+# KEYS: feedback hash, the bucket's like counts and users set, the user's collected papers and
+# collections (RedisKeys.collected, .collections).
+# ARGV: user, new value ("" = remove), what to do with the papers' collections ("keep", "set":
+# exactly these, "add": these too), the collection ids (space-separated), then the papers it is
+# set on. Returns {how many of the papers had a signal before, ""}, or {-1, id} for a collection
+# the user does not have (then nothing is written). One script for one paper or a whole
+# import: all or nothing. A paper that is not liked is in no collection.
 _SET_SIGNALS = """
 local is_like = string.sub(ARGV[2], 1, 5) == 'like:'
+local ids = {}
+for id in string.gmatch(ARGV[4], '%S+') do
+  if redis.call('HEXISTS', KEYS[5], id) == 0 then return {-1, id} end
+  ids[#ids + 1] = id
+end
 local had = 0
-for i = 3, #ARGV do
+for i = 5, #ARGV do
   local old = redis.call('HGET', KEYS[1], ARGV[i])
   local was_like = old and string.sub(old, 1, 5) == 'like:'
   if old then had = had + 1 end
@@ -57,9 +69,21 @@ for i = 3, #ARGV do
   elseif is_like and not was_like then
     redis.call('ZINCRBY', KEYS[2], 1, ARGV[i])
   end
+  if not is_like then
+    redis.call('HDEL', KEYS[4], ARGV[i])
+  elseif ARGV[3] ~= 'keep' then
+    local out, seen = {}, {}
+    local before = ''
+    if ARGV[3] == 'add' then before = redis.call('HGET', KEYS[4], ARGV[i]) or '' end
+    for id in string.gmatch(before .. ' ' .. ARGV[4], '%S+') do
+      if not seen[id] then seen[id] = true; out[#out + 1] = id end
+    end
+    if #out == 0 then redis.call('HDEL', KEYS[4], ARGV[i])
+    else redis.call('HSET', KEYS[4], ARGV[i], table.concat(out, ' ')) end
+  end
 end
-if ARGV[2] ~= '' and #ARGV > 2 then redis.call('SADD', KEYS[3], ARGV[1]) end
-return had
+if ARGV[2] ~= '' and #ARGV > 4 then redis.call('SADD', KEYS[3], ARGV[1]) end
+return {had, ''}
 """
 
 # KEYS: RedisKeys.user_write_keys (the user's keys, then the bucket's like counts, users and
@@ -99,6 +123,12 @@ class ListState:
     served: dict[str, float]  # paper id -> unix time first served, oldest first
     rules: list[Rule]
     set_aside: list[str]  # paper ids the reader set aside ("Not now"), oldest first
+    collections: frozenset[str] = frozenset()  # ids of the user's collections
+    collected: dict[str, list[str]] | None = None  # liked paper id -> its collections' ids
+
+    def in_collection(self, collection_id: str) -> set[str]:
+        """The liked papers the user put in this collection."""
+        return {pid for pid, ids in (self.collected or {}).items() if collection_id in ids}
 
 
 def _feedback(raw: dict[str, str]) -> list[Feedback]:
@@ -131,24 +161,40 @@ class FeedbackStore:
         self._set_signals = self._writes.register(_SET_SIGNALS)
         self._erase = self._writes.register(_ERASE_USER)
 
-    def set(self, user_id: str, paper_id: str, signal: Signal, at: float) -> bool:
-        """Record a signal; True when it replaced an earlier one on the same paper."""
-        return self.set_many(user_id, [paper_id], signal, at) > 0
+    def set(self, user_id: str, paper_id: str, signal: Signal, at: float,
+            collections: list[str] | None = None, membership: Membership = "set") -> bool:
+        """Record a signal; True when it replaced an earlier one on the same paper.
+        ``collections``: the user's collections a like puts the paper in (``membership``
+        says whether they replace or join the ones it is in; None leaves them). A dislike
+        takes the paper out of every collection."""
+        return self.set_many(user_id, [paper_id], signal, at, collections, membership) > 0
 
-    def set_many(self, user_id: str, paper_ids: list[str], signal: Signal, at: float) -> int:
+    def set_many(self, user_id: str, paper_ids: list[str], signal: Signal, at: float,
+                 collections: list[str] | None = None, membership: Membership = "set") -> int:
         """Record one signal on many papers at once (an import): all of them or, when Redis
-        fails, none. How many replaced an earlier signal."""
+        fails, none. How many replaced an earlier signal. NotFound (and nothing written)
+        for a collection the user does not have."""
         for paper_id in paper_ids:
             validate_paper_id(paper_id)
         value = f"{parse_signal(signal)}:{at:.3f}"
-        return int(self._writes.run(self._set_signals, self._script_keys(user_id),
-                                    [user_id, value, *paper_ids]))
+        return self._run(user_id, value, paper_ids, collections, membership)
 
     def remove(self, user_id: str, paper_id: str) -> bool:
-        """Forget the signal on a paper; False when there was none."""
+        """Forget the signal on a paper (and take it out of its collections); False when
+        there was none."""
         validate_paper_id(paper_id)
-        return int(self._writes.run(self._set_signals, self._script_keys(user_id),
-                                    [user_id, "", paper_id])) > 0
+        return self._run(user_id, "", [paper_id], None, "keep") > 0
+
+    def _run(self, user_id: str, value: str, paper_ids: list[str],
+             collections: list[str] | None, membership: Membership) -> int:
+        mode = "keep" if collections is None else membership
+        had, missing = cast(list[Any], self._writes.run(
+            self._set_signals, self._script_keys(user_id),
+            [user_id, value, mode, " ".join(collections or []), *paper_ids]))
+        if int(had) < 0:
+            raise NotFound(f"user {user_id!r} has no collection {missing!r}; "
+                           f"GET /v1/users/{user_id}/collections lists theirs")
+        return int(had)
 
     def get(self, user_id: str) -> list[Feedback]:
         """The user's signals, oldest first."""
@@ -159,16 +205,20 @@ class FeedbackStore:
     def for_list(self, user_id: str) -> ListState:
         """What a reading list reads of the user, in one round trip (one pipeline; the keys
         are the user's, so in one cluster slot): their signals, the papers served to them
-        (with when first), their follow and mute rules and the papers they set aside."""
+        (with when first), their follow and mute rules, the papers they set aside and their
+        collections."""
         with redis_errors():
             pipe = self._redis.pipeline(transaction=False)
             pipe.hgetall(self._keys.feedback(user_id))
             pipe.zrange(self._keys.served(user_id), 0, -1, withscores=True)
             pipe.hgetall(self._keys.rules(user_id))
             pipe.zrange(self._keys.set_aside(user_id), 0, -1)
-            signals, served, rules, set_aside = pipe.execute()
+            pipe.hkeys(self._keys.collections(user_id))
+            pipe.hgetall(self._keys.collected(user_id))
+            signals, served, rules, set_aside, collections, collected = pipe.execute()
         return ListState(_feedback(signals), {pid: float(at) for pid, at in served},
-                         parse_rules(rules), set_aside)
+                         parse_rules(rules), set_aside, frozenset(collections),
+                         {pid: ids.split() for pid, ids in collected.items()})
 
     def like_counts(self) -> dict[str, int]:
         """Every liked paper with its number of likes: the buckets' counts summed, read in
@@ -279,4 +329,5 @@ class FeedbackStore:
     def _script_keys(self, user_id: str) -> list[str]:
         bucket = bucket_of(user_id)
         return [self._keys.feedback(user_id), self._keys.like_counts(bucket),
-                self._keys.users(bucket)]
+                self._keys.users(bucket), self._keys.collected(user_id),
+                self._keys.collections(user_id)]

@@ -31,6 +31,7 @@ from recommender.ranking.calibration import Calibration, default_for
 from recommender.ranking.collaborative import CollaborativeModel
 from recommender.ranking.context import ContentStatistics, LiveContext, RankingContext
 from recommender.ranking.explain import Recommendation, explain, followed, plain
+from recommender.ranking.interests import rank_interests
 from recommender.ranking.item_view import standing, venue, year_of
 from recommender.ranking.onboarding import Question, questions
 from recommender.ranking.rank import Ranked, rank
@@ -180,6 +181,7 @@ class Recommender:
         include_set_aside: bool = False,
         served_before: float | None = None,
         record: bool = True,
+        collection: str | None = None,
     ) -> ReadingList:
         """The user's reading list; ``record`` remembers it as served (the API and the list
         page do; a digest records only what it mailed). The user's rules apply
@@ -193,14 +195,19 @@ class Recommender:
         ``exclude_served``) when first served before ``served_before``, by default the start
         of the UTC day of ``now`` (``day_start``), so what a list serves moves down the next
         day, not on the next call. Papers the reader set aside are left out unless
-        ``include_set_aside``. Asking again with the next ``offset`` continues the list."""
+        ``include_set_aside``. Asking again with the next ``offset`` continues the list.
+
+        ``collection``: the list of one of the reader's collections, ranked from its papers
+        and the reader's dislikes (NotFound for a collection they do not have). Without it,
+        a reader with two collections or more gets every one of them on the list
+        (``interests.rank_interests``)."""
         index, ctx, calibration = self._serving(now)
-        request = self._request(user_id, index, now, since, k=k, offset=offset,
-                                diversity=diversity, exclude_served=exclude_served,
-                                min_probability=min_probability,
-                                include_set_aside=include_set_aside,
-                                served_before=served_before)
-        ranked = rank(ctx, request)
+        request, groups = self._request(user_id, index, now, since, k=k, offset=offset,
+                                        diversity=diversity, exclude_served=exclude_served,
+                                        min_probability=min_probability,
+                                        include_set_aside=include_set_aside,
+                                        served_before=served_before, collection=collection)
+        ranked = rank_interests(ctx, request, groups)
         put_first, _, _ = request.page()
         all_ids = index.ids
         if request.unindexed_ids:  # a like not indexed yet may be the closest: a reason too
@@ -241,10 +248,10 @@ class Recommender:
         corpus, or not indexed yet."""
         paper = self.paper(paper_id, viewer=user_id)
         index, ctx, calibration = self._serving(now)
-        request = self._request(user_id, index, now, since, k=k, offset=offset,
-                                diversity=diversity, exclude_served=exclude_served,
-                                min_probability=min_probability,
-                                include_set_aside=include_set_aside)
+        request, _ = self._request(user_id, index, now, since, k=k, offset=offset,
+                                   diversity=diversity, exclude_served=exclude_served,
+                                   min_probability=min_probability,
+                                   include_set_aside=include_set_aside)
         row = index.row(paper.id)  # NotFound, saying to rebuild the index
         # The model's part of the list from its start, as ``recommend`` ranks it, down to this
         # page's end or deeper (to say where a paper after the page stands).
@@ -257,8 +264,8 @@ class Recommender:
         title, question), over the topics of the index served now (found once per version).
         Records nothing."""
         index, ctx, calibration = self._serving(now)
-        request = self._request(user_id, index, now, None, k=k, exclude_served=False,
-                                min_probability=0.0, include_set_aside=False)
+        request, _ = self._request(user_id, index, now, None, k=k, exclude_served=False,
+                                   min_probability=0.0, include_set_aside=False)
         topics = self._topics.get(index.version, ctx.vectors, ctx.popularity, ctx.popular_rows)
         asked = questions(ctx, topics, calibration, request, k)
         ids = [index.ids[q.row] for q in asked]
@@ -277,26 +284,42 @@ class Recommender:
     def _request(self, user_id: str, index: PaperIndex, now: float, since: dt.date | None, *,
                  k: int, offset: int = 0, diversity: float | None = None,
                  exclude_served: bool, min_probability: float, include_set_aside: bool,
-                 served_before: float | None = None) -> ListRequest:
+                 served_before: float | None = None,
+                 collection: str | None = None) -> tuple[ListRequest, list[np.ndarray]]:
         """The user's list as asked, made from one read of their feedback, served papers,
-        rules and papers set aside, over ``index``; served: first served before
-        ``served_before`` (by default the start of the UTC day of ``now``)."""
+        rules, papers set aside and collections, over ``index``; served: first served before
+        ``served_before`` (by default the start of the UTC day of ``now``). And the liked rows
+        of each of their collections, the interests the list keeps visible (none for a
+        collection's list)."""
         state = self._feedback.for_list(user_id)
         signals = state.signals
         liked, disliked = _rows(index, signals, "like"), _rows(index, signals, "dislike")
+        hidden = np.zeros(0, np.int64)
+        if collection is not None:
+            if collection not in state.collections:
+                raise NotFound(f"user {user_id!r} has no collection {collection!r}; "
+                               f"GET /v1/users/{user_id}/collections lists theirs")
+            members = state.in_collection(collection)
+            signals = [f for f in signals if f.signal == "dislike" or f.paper_id in members]
+            hidden = liked
+            liked = _rows(index, signals, "like")
         cutoff = day_start(now) if served_before is None else served_before
         served = index.rows_of(pid for pid, at in state.served.items() if at < cutoff)
         set_aside = index.rows_of([] if include_set_aside else state.set_aside)
         since_day = None if since is None else float(since.toordinal() - EPOCH)
         plan = plan_rules(self._corpus, index, state.rules, now=now, since_day=since_day, never=(
-            np.concatenate([liked, disliked, set_aside]
+            np.concatenate([liked, hidden, disliked, set_aside]
                            + ([served] if exclude_served else []))))
         unindexed_ids, liked_vectors = self._unindexed_likes(index, signals)
-        return ListRequest(liked, k, disliked=disliked, offset=offset, diversity=diversity,
-                           served=served, exclude_served=exclude_served, set_aside=set_aside,
-                           since_day=since_day, min_probability=min_probability, plan=plan,
-                           rules=tuple(state.rules), liked_vectors=liked_vectors,
-                           unindexed_ids=tuple(unindexed_ids))
+        request = ListRequest(liked, k, disliked=disliked, offset=offset, diversity=diversity,
+                              served=served, exclude_served=exclude_served, set_aside=set_aside,
+                              since_day=since_day, min_probability=min_probability, plan=plan,
+                              rules=tuple(state.rules), liked_vectors=liked_vectors,
+                              unindexed_ids=tuple(unindexed_ids),
+                              hidden=np.setdiff1d(hidden, liked))
+        groups = [] if collection is not None else [
+            index.rows_of(sorted(state.in_collection(cid))) for cid in sorted(state.collections)]
+        return request, groups
 
     def _unindexed_likes(self, index: PaperIndex,
                          signals: list[Feedback]) -> tuple[list[str], np.ndarray]:

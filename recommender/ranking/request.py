@@ -49,9 +49,12 @@ class ListRequest:
     # the collaborative model knows only indexed rows.
     liked_vectors: np.ndarray | None = None
     unindexed_ids: tuple[str, ...] = ()
+    # Rows the list never shows though it does not rank from them: the reader's other likes,
+    # when a list ranks from some of them (a collection's list, one interest of several).
+    hidden: np.ndarray = field(default_factory=no_rows)
 
     def __post_init__(self) -> None:
-        for name in ("liked", "disliked", "served", "set_aside"):
+        for name in ("liked", "disliked", "served", "set_aside", "hidden"):
             object.__setattr__(self, name, np.asarray(getattr(self, name), dtype=np.int64))
 
     @property
@@ -70,10 +73,10 @@ class ListRequest:
         return self.plan.followed[first], model_offset, model_k
 
     def left_out(self, ctx: RankingContext, rows: np.ndarray) -> np.ndarray:
-        """Which of ``rows`` the list never shows: rated, set aside, blocked by a rule, served
-        (when served papers are left out), or dated before ``since_day`` (unknown dates
-        too)."""
-        out = np.isin(rows, np.concatenate([self.liked, self.disliked, self.set_aside,
+        """Which of ``rows`` the list never shows: rated (``hidden`` too), set aside, blocked
+        by a rule, served (when served papers are left out), or dated before ``since_day``
+        (unknown dates too)."""
+        out = np.isin(rows, np.concatenate([self.liked, self.disliked, self.hidden, self.set_aside,
                                             np.asarray(self.plan.blocked, np.int64)]))
         if self.exclude_served:
             out |= np.isin(rows, self.served)

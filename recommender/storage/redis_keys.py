@@ -90,6 +90,16 @@ class RedisKeys:
         the papers only they uploaded."""
         return self._user(user_id, "uploads")
 
+    def collections(self, user_id: str) -> str:
+        """Hash: collection id -> JSON {name, created_at} of the reader's named collections
+        (recommender.feedback.collections)."""
+        return self._user(user_id, "collections")
+
+    def collected(self, user_id: str) -> str:
+        """Hash: paper id -> the ids of the reader's collections it is in, space-separated
+        (only liked papers are in a collection)."""
+        return self._user(user_id, "collected")
+
     def _bucket(self, bucket: int, name: str) -> str:
         return f"{self.namespace}:{{b{bucket}}}:{name}"
 
@@ -141,7 +151,8 @@ class RedisKeys:
         """Every key that holds data about one user (for export and erasure)."""
         return [self.feedback(user_id), self.served(user_id), self.subscription(user_id),
                 self.digests(user_id), self.rules(user_id), self.feed(user_id),
-                self.web_sessions(user_id), self.uploads(user_id), self.set_aside(user_id)]
+                self.web_sessions(user_id), self.uploads(user_id), self.set_aside(user_id),
+                self.collections(user_id), self.collected(user_id)]
 
     def user_write_keys(self, user_id: str) -> list[str]:
         """The user's keys and their bucket's sets and counts: all in one Cluster slot."""

@@ -8,6 +8,7 @@ from pydantic import Field
 from recommender.core.ids import PaperId, UserId
 from recommender.digest.feed_tokens import FeedUrls
 from recommender.digest.subscriptions import DigestRecord, Subscription
+from recommender.feedback.collections import CollectionExport
 from recommender.feedback.rules import Rule
 from recommender.feedback.store import Feedback
 from recommender.feedback.user_data import Served, UserExport
@@ -30,6 +31,7 @@ class ExportOut(Answer):
     subscription: Subscription | None
     digests: list[DigestRecord]
     rules: list[Rule]
+    collections: list[CollectionExport]
     feed: FeedUrls | None = Field(description="The private feed URLs, when issued.")
     uploads: list[PaperId] = Field(description="Papers the user's imports added that are "
                                                "still theirs alone (not verified yet).")

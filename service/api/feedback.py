@@ -7,19 +7,32 @@ import time
 from flask import Response, g
 from pydantic import Field
 
-from recommender.core.errors import NotFound
+from recommender.core.errors import InvalidInput, NotFound
 from recommender.core.ids import PaperId, UserId
 from recommender.feedback.store import Feedback
 
 from ..state import components
 from .area import Reply, answers, area, reply
-from .shapes import Answer, Signal, Strict, UserPaperPath, UserPath
+from .shapes import (
+    MAX_COLLECTIONS_PER_PAPER,
+    Answer,
+    CollectionId,
+    Signal,
+    Strict,
+    UserPaperPath,
+    UserPath,
+)
 
 api = area(__name__, tag="feedback")
 
 
 class FeedbackBody(Strict):
     signal: Signal
+    collections: list[CollectionId] | None = Field(
+        None, max_length=MAX_COLLECTIONS_PER_PAPER, description=(
+            "With a like: the reader's collections the paper is in from now on (replacing "
+            "those it was in; [] takes it out of all). Left out: its collections stay. A "
+            "dislike takes it out of every collection, so it may not name any."))
 
 
 class FeedbackOut(Answer):
@@ -27,6 +40,7 @@ class FeedbackOut(Answer):
     paper_id: PaperId
     signal: Signal
     at: float
+    collections: list[str] = Field(description="The collections the paper is in now.")
     replaced: bool = Field(description="Whether it replaced an earlier signal on this paper.")
 
 
@@ -36,17 +50,25 @@ class FeedbackList(Answer):
 
 
 @api.put("/v1/users/<user_id>/feedback/<path:paper_id>",
-         summary="Like or dislike a paper (replaces an earlier signal).",
+         summary="Like or dislike a paper (replaces an earlier signal), a like into "
+                 "collections.",
          responses=answers(FeedbackOut, 404, 503))
 def put_feedback(path: UserPaperPath, body: FeedbackBody) -> Reply:
     now = time.time()
     # Only papers in the corpus are rated, under the id the paper is stored under (a paper
     # that arrived twice answers to both ids).
-    paper = components().recommender.paper(path.paper_id, viewer=path.user_id)
-    replaced = components().feedback.set(path.user_id, paper.id, body.signal, now)
+    parts = components()
+    paper = parts.recommender.paper(path.paper_id, viewer=path.user_id)
+    if body.signal == "dislike" and body.collections:
+        parts.collections.check(path.user_id, body.collections)  # 404 for one not theirs
+        raise InvalidInput("a disliked paper is in no collection: like it to put it in "
+                           "collections, or leave `collections` out")
+    collections = None if body.collections is None else list(dict.fromkeys(body.collections))
+    replaced = parts.feedback.set(path.user_id, paper.id, body.signal, now, collections)
     g.feedback_written = body.signal  # counted by service.metrics
+    now_in = parts.collections.memberships(path.user_id, [paper.id]).get(paper.id, [])
     return reply(FeedbackOut(user_id=path.user_id, paper_id=paper.id, signal=body.signal,
-                             at=round(now, 3), replaced=replaced))
+                             at=round(now, 3), collections=now_in, replaced=replaced))
 
 
 @api.delete("/v1/users/<user_id>/feedback/<path:paper_id>",

@@ -23,7 +23,7 @@ from recommender.digest.feeds import as_json_feed, atom_xml
 from ..access import access
 from ..state import components
 from .area import Reply, answers, area, reply
-from .shapes import UserPath
+from .shapes import CollectionId, Strict, UserPath
 
 api = area(__name__, tag="feeds")
 
@@ -63,7 +63,13 @@ _FEED_DESCRIPTION = (
     "reason and probability in its content. Fetching it records nothing as served. No API "
     "key: the URL is the key. 403 for a URL that was altered, 410 for one replaced by a "
     "newer one (or whose user was erased). Send the ETag back as If-None-Match: while the "
-    "list's inputs are unchanged the answer is a 304, and nothing is ranked.")
+    "list's inputs are unchanged the answer is a 304, and nothing is ranked. "
+    "`?collection=<id>`: the feed of that collection's list.")
+
+
+class FeedQuery(Strict):
+    collection: CollectionId | None = Field(None, description=(
+        "The feed of this collection's list (404 when the user has no such collection)."))
 
 
 class FeedPath(BaseModel):
@@ -96,8 +102,8 @@ def get_feed(path: UserPath) -> Reply:
          summary="A user's reading list as an Atom feed (private URL, no API key).",
          description=_FEED_DESCRIPTION)
 @access("open")
-def atom_feed(path: FeedPath) -> Response:
-    return _feed(path.feed_token, "atom")
+def atom_feed(path: FeedPath, query: FeedQuery) -> Response:
+    return _feed(path.feed_token, "atom", query.collection)
 
 
 @api.get("/feeds/<feed_token>/feed.json",
@@ -106,22 +112,22 @@ def atom_feed(path: FeedPath) -> Response:
          summary="A user's reading list as a JSON Feed 1.1 (private URL, no API key).",
          description=_FEED_DESCRIPTION)
 @access("open")
-def json_feed(path: FeedPath) -> Response:
-    return _feed(path.feed_token, "json")
+def json_feed(path: FeedPath, query: FeedQuery) -> Response:
+    return _feed(path.feed_token, "json", query.collection)
 
 
-def _feed(token: str, kind: Literal["atom", "json"]) -> Response:
+def _feed(token: str, kind: Literal["atom", "json"], collection: str | None) -> Response:
     parts = components()
     now = time.time()
     grant = parts.feed_tokens.verify(token)  # 403 altered, 410 replaced
     urls = parts.feed_tokens.current(grant.user_id)
     if urls is None:  # erased between the two reads
         raise NotFound("this feed no longer exists; get a new URL from your Digest page")
-    etag = f"{kind}-{parts.feeds.version(urls, now)}"
+    etag = f"{kind}-{parts.feeds.version(urls, now, collection)}"
     if request.if_none_match.contains_weak(etag):
         response = Response(status=304)
     else:
-        feed = parts.feeds.build(urls, now)
+        feed = parts.feeds.build(urls, now, collection)
         if kind == "atom":
             response = Response(atom_xml(feed), content_type=f"{ATOM_TYPE}; charset=utf-8")
         else:

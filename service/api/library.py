@@ -25,7 +25,7 @@ from recommender.feedback.library import ImportedEntry, ImportReport, liked_pape
 
 from ..state import components
 from .area import Reply, answers, area, reply
-from .shapes import Answer, Strict, UserPath
+from .shapes import Answer, CollectionId, Strict, UserPath
 
 api = area(__name__, tag="feedback")
 
@@ -49,6 +49,14 @@ _IMPORT_BODY: dict[str, Any] = {
 class LibraryQuery(Strict):
     format: Literal["bibtex", "ris", "csl-json"] = Field(
         "bibtex", description="bibtex (default), ris or csl-json")
+    collection: CollectionId | None = Field(None, description=(
+        "Only the papers of this collection of the reader's (404 for one they do not have)."))
+
+
+class ImportQuery(Strict):
+    collection: CollectionId | None = Field(None, description=(
+        "Put the file's papers (those liked already too) in this collection of the "
+        "reader's (404, and nothing imported, for one they do not have)."))
 
 
 class ImportOut(Answer):
@@ -73,7 +81,7 @@ _EXPORT_RESPONSE: dict[str, Any] = {
 
 @api.post("/v1/users/<user_id>/library",
           summary="Import a library (BibTeX, RIS, CSL-JSON, or arXiv ids and DOIs) as likes.",
-          responses=answers(ImportOut, 413, 415, 503),
+          responses=answers(ImportOut, 404, 413, 415, 503),
           openapi_extensions={"requestBody": {"required": True, "content": _IMPORT_BODY}},
           description="The file as the body, with its content type (`application/x-bibtex`, "
                        "`application/x-research-info-systems`, "
@@ -92,25 +100,29 @@ _EXPORT_RESPONSE: dict[str, Any] = {
                        "Importing the same file again changes nothing (`already_liked`). "
                        f"413 beyond {MAX_LIBRARY_BYTES // 2**20} MB or {MAX_ENTRIES} entries; "
                        "415 for another content type; 400 for a file that cannot be read.")
-def import_user_library(path: UserPath) -> Reply:
+def import_user_library(path: UserPath, query: ImportQuery) -> Reply:
     text, fmt = uploaded_library()
-    report = import_for(path.user_id, text, fmt)
+    report = import_for(path.user_id, text, fmt, query.collection)
     return reply(ImportOut(user_id=path.user_id, format=fmt, **vars(report)))
 
 
-def import_for(user_id: str, text: str, fmt: LibraryFormat) -> ImportReport:
-    """Import a library file's text as the user's likes, counted by service.metrics (the API
-    and the web Library page)."""
+def import_for(user_id: str, text: str, fmt: LibraryFormat,
+               collection: str | None = None) -> ImportReport:
+    """Import a library file's text as the user's likes (into ``collection``), counted by
+    service.metrics (the API and the web Library page)."""
     parts = components()
-    report = parts.import_library(parse_upload(text, fmt), user_id, now=time.time())
+    if collection is not None:
+        parts.collections.get(user_id, collection)  # 404 before the file is read
+    report = parts.import_library(parse_upload(text, fmt), user_id, now=time.time(),
+                                  collection=collection)
     if report.matched or report.added:
         g.feedback_written = "like"
     return report
 
 
 @api.get("/v1/users/<user_id>/library",
-         summary="The user's liked papers as a BibTeX, RIS or CSL-JSON file.",
-         responses=answers(_EXPORT_RESPONSE, 503),
+         summary="The user's liked papers (or a collection's) as a BibTeX, RIS or CSL-JSON file.",
+         responses=answers(_EXPORT_RESPONSE, 404, 503),
          description="Each liked paper with its title, authors, year, DOI, arXiv eprint, "
                        "URL and abstract, keyed by its paperrec id, as an attachment a "
                        "reference manager imports (and `POST` of the same file finds the "
@@ -118,10 +130,15 @@ def import_for(user_id: str, text: str, fmt: LibraryFormat) -> ImportReport:
 def export_user_library(path: UserPath, query: LibraryQuery) -> Response:
     parts = components()
     fmt: LibraryFormat = query.format
-    papers = liked_papers(path.user_id, corpus=parts.corpus, feedback=parts.feedback)
+    only, name = None, path.user_id
+    if query.collection is not None:
+        found = parts.collections.papers(path.user_id, query.collection)
+        only, name = set(found.paper_ids), f"{path.user_id}-{query.collection}"
+    papers = liked_papers(path.user_id, corpus=parts.corpus, feedback=parts.feedback,
+                          only=only)
     response = Response(write_library(papers, fmt), content_type=content_type(fmt))
     response.headers["Content-Disposition"] = (
-        f'attachment; filename="paperrec-{path.user_id}.{FILE_EXTENSIONS[fmt]}"')
+        f'attachment; filename="paperrec-{name}.{FILE_EXTENSIONS[fmt]}"')
     return response
 
 

@@ -12,7 +12,16 @@ from recommender.ranking.why_not import WhyNot
 
 from ..state import components
 from .area import Reply, answers, area, reply
-from .shapes import MAX_K, MAX_OFFSET, IsoDate, K, Strict, UserPaperPath, UserPath
+from .shapes import (
+    MAX_K,
+    MAX_OFFSET,
+    CollectionId,
+    IsoDate,
+    K,
+    Strict,
+    UserPaperPath,
+    UserPath,
+)
 
 api = area(__name__, tag="reading lists")
 
@@ -39,6 +48,10 @@ class RecommendationsQuery(Strict):
     since: Since = None
     exclude_served: ExcludeServed = False
     min_probability: MinProbability = 0.0
+    collection: CollectionId | None = Field(None, description=(
+        "The list of this collection of the reader's: ranked from its papers and the "
+        "reader's dislikes (404 for a collection they do not have). Without it, a reader "
+        "with several collections gets each of them on the list."))
 
 
 class WhyNotQuery(Strict):
@@ -52,7 +65,7 @@ class WhyNotQuery(Strict):
 
 
 @api.get("/v1/users/<user_id>/recommendations", summary="The user's ranked reading list.",
-         responses=answers(ReadingList, 503),
+         responses=answers(ReadingList, 404, 503),
          description="The same list all day (UTC) unless the user acts (a like, a dislike, a "
                      "rule, a paper set aside): what it serves is pushed down from the next "
                      "day on, not on the next call. The next `offset` continues the list "
@@ -61,7 +74,7 @@ def recommendations(path: UserPath, query: RecommendationsQuery) -> Reply:
     reading_list = components().recommender.recommend(
         path.user_id, query.k, now=time.time(), offset=query.offset,
         diversity=query.diversity, since=query.since, exclude_served=query.exclude_served,
-        min_probability=query.min_probability)
+        min_probability=query.min_probability, collection=query.collection)
     return reply(reading_list)
 
 

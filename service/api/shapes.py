@@ -13,12 +13,17 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic.json_schema import model_json_schema
 
 from recommender.core.ids import PaperId, UserId
+from recommender.feedback.collections import ID_PATTERN as COLLECTION_ID
 
 MAX_K = 200  # items in one list, search or similar-papers answer
 MAX_OFFSET = 1000  # how deep a reading list can be paged
 
 K = Annotated[int, Field(ge=1, le=MAX_K, description=f"How many items, 1 to {MAX_K}.")]
 Signal = Literal["like", "dislike"]
+CollectionId = Annotated[str, Field(pattern=COLLECTION_ID, description=(
+    "A collection's id (8 hex digits), as `POST /v1/users/{user_id}/collections` gave it."),
+    json_schema_extra={"example": "3f9a0c1e"})]
+MAX_COLLECTIONS_PER_PAPER = 10  # collections one feedback call may name
 RuleAction = Literal["follow", "mute"]
 RuleKind = Literal["author", "keyword", "category"]
 

@@ -27,6 +27,7 @@ def evaluate(args: argparse.Namespace, settings: Settings) -> int:
     result = wiring.build(settings).evaluate(data, args.methods, seed=args.seed,
                                              index=args.index, new_papers=args.new_papers,
                                              onboarding=args.onboarding,
+                                             interests=args.interests,
                                              progress=not args.quiet)
     runner.write_report(result, args.json)
     print(runner.render_table(result))

@@ -221,6 +221,8 @@ def _add_readers(sub: Commands) -> None:
     importer.add_argument("file", type=Path, metavar="FILE")
     importer.add_argument("--user", required=True, help="the user id")
     importer.add_argument("--format", choices=LIBRARY_FORMATS, help="the file's format")
+    importer.add_argument("--collection", metavar="ID",
+                          help="put the papers in this collection of the user's")
     importer.set_defaults(run="readers:import_library")
 
     exporter = sub.add_parser(
@@ -231,6 +233,8 @@ def _add_readers(sub: Commands) -> None:
     exporter.add_argument("--format", choices=LIBRARY_FORMATS[:3], default="bibtex",
                           help="bibtex (default), ris or csl-json")
     exporter.add_argument("-o", "--output", type=Path, metavar="FILE", help="write it here")
+    exporter.add_argument("--collection", metavar="ID",
+                          help="only the papers of this collection of the user's")
     exporter.set_defaults(run="readers:export_library")
 
 
@@ -260,6 +264,9 @@ def _add_evaluate(sub: Commands) -> None:
                           help="also simulate new readers answering N onboarding questions "
                           "(the welcome page's, random or popular papers) and score their "
                           "first list, e.g. 5,10 (see above)")
+    evaluate.add_argument("--interests", action="store_true",
+                          help="also report nDCG@20 and Recall@20 apart for the users whose "
+                          "training likes span several topics (clusters) and the others")
     evaluate.add_argument("--quiet", action="store_true", help="no progress bars")
     evaluate.set_defaults(run="evaluate:evaluate")
 

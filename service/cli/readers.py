@@ -12,6 +12,7 @@ from recommender.core.errors import InvalidInput
 from recommender.core.ids import validate_user_id
 from recommender.corpus.library import format_for, parse_library
 from recommender.corpus.library_writers import write_library
+from recommender.feedback.collections import validate_collection_id
 from recommender.feedback.library import liked_papers
 
 
@@ -31,8 +32,10 @@ def import_library(args: argparse.Namespace, settings: Settings) -> int:
     except OSError as exc:
         raise InvalidInput(f"cannot read {args.file}: {exc.strerror}") from None
     fmt = args.format or format_for(None, args.file.name)
+    collection = None if args.collection is None else validate_collection_id(args.collection)
     report = wiring.build(settings).import_library(parse_library(text, fmt),
-                                                   validate_user_id(args.user), now=time.time())
+                                                   validate_user_id(args.user), now=time.time(),
+                                                   collection=collection)
     for item in report.rejected:
         where = f"line {item.line}" if item.line else f"entry {item.index}"
         print(f"{args.file}:{where}: {item.entry}: {item.reason}", file=sys.stderr)
@@ -44,7 +47,10 @@ def import_library(args: argparse.Namespace, settings: Settings) -> int:
 
 def export_library(args: argparse.Namespace, settings: Settings) -> int:
     app = wiring.build(settings)
-    papers = liked_papers(validate_user_id(args.user), corpus=app.corpus, feedback=app.feedback)
+    user = validate_user_id(args.user)
+    only = None if args.collection is None else set(
+        app.collections.papers(user, validate_collection_id(args.collection)).paper_ids)
+    papers = liked_papers(user, corpus=app.corpus, feedback=app.feedback, only=only)
     text = write_library(papers, args.format)
     if args.output is None:
         sys.stdout.write(text)

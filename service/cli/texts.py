@@ -24,6 +24,9 @@ methods:
   cf          collaborative filtering alone (CollaborativeModel)
   tfidf-svm   arxiv-sanity: TF-IDF and a linear SVM per user (sampled negatives)
   hybrid      the production ranking (what the service serves)
+  hybrid-interests
+              hybrid for readers of several topics: their likes clustered (k-means, k by
+              the silhouette), each cluster ranked against the whole profile, interleaved
   content-whitened
               kept to compare: mean cosine over centred, shrunk-ZCA-whitened embeddings
               (the best content-only top of the list on citeulike-a P10)

@@ -24,6 +24,7 @@ from ..rate_limit import RateLimiter
 from . import (  # noqa: F401  (each declares its views on the blueprint)
     account_pages,
     admin_pages,
+    collection_pages,
     error_pages,
     library_pages,
     reading,

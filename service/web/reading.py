@@ -36,6 +36,7 @@ from .blueprint import (
     signed_in,
     web,
 )
+from .collect_form import collect_context
 
 PAGE_SIZE = 10
 MAX_PAGE = 50
@@ -81,6 +82,7 @@ def reading_list() -> Response:
                 "set_aside": "1" if show_set_aside else ""}
     query: dict[str, Any] = {k: v for k, v in controls.items() if v}
     return page("list.html", active="list", page_name="list", items=items,
+                **collect_context(user, [item.id for item in items]),
                 personalized=found.personalized, number=number, controls=controls,
                 previous=url_for("web.reading_list", page=number - 1, **query)
                 if number > 1 else None,
