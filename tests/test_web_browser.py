@@ -13,7 +13,8 @@ drives that executable and fetches nothing. Where it is missing outside CI the t
 skipped, saying so; under CI a missing browser fails.
 
 ``PAPERREC_SCREENSHOTS=docs`` writes the README's screenshots (docs/web-list.png,
-docs/web-paper.png, docs/link-page.png); otherwise they go to a temporary directory.
+docs/web-paper.png, docs/web-search.png, docs/link-page.png; test_web_welcome_browser.py and
+test_collections_browser.py the others); otherwise they go to a temporary directory.
 """
 
 from __future__ import annotations
@@ -395,6 +396,9 @@ def test_every_page_is_accessible_and_fits_a_phone(
     page.screenshot(path=str(shots / "web-list.png"))
     page.goto(f"{site.base}/papers/{federated[2]}")
     page.screenshot(path=str(shots / "web-paper.png"))
+    page.goto(f"{site.base}/search?q=federated+learning+with+noisy+labels")
+    expect(page.locator("ol.papers mark").first).to_be_visible()  # its words marked
+    page.screenshot(path=str(shots / "web-search.png"))
     page.set_viewport_size({"width": 700, "height": 420})
     page.goto(f"{site.base}/v1/links/{link}")
     page.screenshot(path=str(shots / "link-page.png"))
