@@ -114,7 +114,7 @@ def render_stats(found: dict[str, Any], data_dir: Path) -> str:
                                      found["readers"])
     lines = [f"data directory  {data_dir}",
              f"papers          {corpus['papers']} ({corpus['withdrawn']} withdrawn, "
-             f"{corpus['pending']} uploads pending review)"]
+             f"{corpus['pending']} upload{'' if corpus['pending'] == 1 else 's'} pending review)"]
     lines += [f"  harvested     {h['source']} {h['set']} up to {h['newest'] or '-'}"
               for h in corpus["harvests"]]
     lines.append(f"index           version {index['version']}: {index['papers']} papers, "
