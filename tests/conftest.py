@@ -211,7 +211,11 @@ def _fast_tests_never_load_the_model(
 def rebuild_index(settings: Settings, full: bool = False,
                   embedder: TextEncoder | None = None) -> jobs.RebuildSummary:
     """``paperrec rebuild-index`` on these settings; ``embedder`` replaces the model."""
-    return wiring.build(settings, embedder=embedder).rebuild_index(full=full, progress=False)
+    parts = wiring.build(settings, embedder=embedder)
+    try:
+        return parts.rebuild_index(full=full, progress=False)
+    finally:
+        parts.close()  # its SQLite files whole on disk when this returns (see _build_sample)
 
 
 @pytest.fixture(scope="session")
@@ -241,7 +245,11 @@ def train() -> Callable[[Settings], jobs.TrainSummary]:
 
 def _build_sample(data_dir: Path, embedder: TextEncoder | None) -> Path:
     build = Settings(data_dir=data_dir)
-    summary = wiring.build(build).ingest(jobs.sample_files(), on_rejection=print)
+    parts = wiring.build(build)
+    try:
+        summary = parts.ingest(jobs.sample_files(), on_rejection=print)
+    finally:  # closed now, not when collected: SQLite's -wal and -shm files would vanish
+        parts.close()  # in the middle of a test's copy of this directory (shutil.Error)
     assert summary.added == 38 and summary.rejected == 0
     assert rebuild_index(build, embedder=embedder).version == "000001"
     return data_dir
