@@ -11,7 +11,9 @@ it back. Like and dislike are the API's feedback: a rated paper leaves the list 
 
 from __future__ import annotations
 
+import datetime as dt
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -57,6 +59,32 @@ def views(items: list[tuple[str, str, str, str]], user: str) -> list[ItemView]:
             for pid, title, reason, standing in items]
 
 
+@dataclass(frozen=True)
+class ListOptions:
+    """The options of the list page a reader is looking at (page, diversity, new since,
+    papers set aside), read once from the query string: the list page and why-not, which
+    must describe that very list, both take them from here."""
+
+    number: int  # the page, from 1
+    diversity: float | None
+    since: dt.date | None
+    set_aside: bool
+    controls: dict[str, str]  # the option fields as given (the forms show them again)
+
+    @property
+    def offset(self) -> int:
+        return (self.number - 1) * PAGE_SIZE
+
+    @classmethod
+    def of(cls, args: Mapping[str, str]) -> ListOptions:
+        set_aside = flag(args, "set_aside")
+        return cls(integer(args, "page", 1, MAX_PAGE, 1, "page"),
+                   optional_float(args, "diversity", 0.0, 1.0, "diversity"),
+                   optional_date(args, "since", "since"), set_aside,
+                   {"diversity": args.get("diversity", ""), "since": args.get("since", ""),
+                    "set_aside": "1" if set_aside else ""})
+
+
 @web.get("/")
 def home() -> Response:
     if current_user() is None:
@@ -69,17 +97,13 @@ def home() -> Response:
 def reading_list() -> Response:
     user = current_user()
     assert user is not None
-    args = request.args
-    number = integer(args, "page", 1, MAX_PAGE, 1, "page")
-    diversity = optional_float(args, "diversity", 0.0, 1.0, "diversity")
-    since = optional_date(args, "since", "since")
-    show_set_aside = flag(args, "set_aside")
+    asked = ListOptions.of(request.args)
+    number = asked.number
     found = components().recommender.recommend(
-        user, PAGE_SIZE, now=time.time(), offset=(number - 1) * PAGE_SIZE, diversity=diversity,
-        since=since, include_set_aside=show_set_aside)
+        user, PAGE_SIZE, now=time.time(), offset=asked.offset, diversity=asked.diversity,
+        since=asked.since, include_set_aside=asked.set_aside)
     items = views([(i.paper_id, i.title, i.reason, i.standing) for i in found.items], user)
-    controls = {"diversity": args.get("diversity", ""), "since": args.get("since", ""),
-                "set_aside": "1" if show_set_aside else ""}
+    controls = asked.controls
     query: dict[str, Any] = {k: v for k, v in controls.items() if v}
     return page("list.html", active="list", page_name="list", items=items,
                 **collect_context(user, [item.id for item in items]),

@@ -21,15 +21,11 @@ from ..state import components
 from .blueprint import (
     back,
     current_user,
-    flag,
-    integer,
-    optional_date,
-    optional_float,
     page,
     signed_in,
     web,
 )
-from .reading import MAX_PAGE, PAGE_SIZE
+from .reading import PAGE_SIZE, ListOptions
 
 KIND_WORDS = {"author": "the author", "keyword": "the word", "category": "the category"}
 
@@ -85,18 +81,14 @@ def why_not(paper_id: str) -> Response:
     """Where the paper stands on your list page with these options, and what keeps it off."""
     user = current_user()
     assert user is not None
-    args = request.args
-    number = integer(args, "page", 1, MAX_PAGE, 1, "page")
-    diversity = optional_float(args, "diversity", 0.0, 1.0, "diversity")
-    since = optional_date(args, "since", "since")
-    show_set_aside = flag(args, "set_aside")
+    asked = ListOptions.of(request.args)
+    number = asked.number
     parts = components()
     paper = parts.recommender.paper(paper_id, viewer=user)
     answer = parts.recommender.why_not(
-        user, paper.id, now=time.time(), k=PAGE_SIZE, offset=(number - 1) * PAGE_SIZE,
-        diversity=diversity, since=since, include_set_aside=show_set_aside)
-    controls = {"page": str(number), "diversity": args.get("diversity", ""),
-                "since": args.get("since", ""), "set_aside": "1" if show_set_aside else ""}
+        user, paper.id, now=time.time(), k=PAGE_SIZE, offset=asked.offset,
+        diversity=asked.diversity, since=asked.since, include_set_aside=asked.set_aside)
+    controls = {"page": str(number), **asked.controls}
     query: dict[str, Any] = {k: v for k, v in controls.items()
                              if v and not (k == "page" and v == "1")}
     return page("why_not.html", active="list", paper=paper, answer=answer, number=number,
