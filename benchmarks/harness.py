@@ -213,14 +213,16 @@ def paired_ratio(base: Sequence[float], other: Sequence[float], digits: int = 3)
     return median((o / b for b, o in zip(base, other, strict=True)), digits)
 
 
-def run_in_checkout(checkout: Path, module: str, argv: list[str]) -> Any:
+def run_in_checkout(checkout: Path, module: str | Path, argv: list[str]) -> Any:
     """Run ``python -m module argv`` with another checkout's ``recommender`` and ``service``
     (that checkout first on PYTHONPATH, then this one for the benchmarks; PYTHONSAFEPATH keeps
     the working directory off the path): the JSON of its last line of output. This is how
-    two trees are measured side by side without editing ``sys.path``."""
+    two trees are measured side by side without editing ``sys.path``. ``module`` a path: that
+    script (of this tree), for a measuring side the other checkout may not have."""
     env = {**os.environ, "PYTHONSAFEPATH": "1",
            "PYTHONPATH": os.pathsep.join([str(checkout), str(ROOT)])}
-    done = subprocess.run([sys.executable, "-m", module, *argv], env=env, cwd=ROOT,
+    target = [str(module)] if isinstance(module, Path) else ["-m", module]
+    done = subprocess.run([sys.executable, *target, *argv], env=env, cwd=ROOT,
                           check=True, capture_output=True, text=True)
     return json.loads(done.stdout.splitlines()[-1])
 
