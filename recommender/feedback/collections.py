@@ -225,7 +225,18 @@ class CollectionStore:
 
     def all(self, user_id: str) -> list[Collection]:
         """The reader's collections, oldest first, with their sizes (one round trip)."""
+        return self._all(*self._read(user_id))
+
+    def with_memberships(self, user_id: str, paper_ids: list[str]
+                         ) -> tuple[list[Collection], dict[str, list[str]]]:
+        """``all`` and ``memberships`` of these papers, from the one read ``all`` makes (a
+        list page's "like into a collection" forms need both)."""
         records, collected = self._read(user_id)
+        return self._all(records, collected), {pid: collected[pid].split() for pid in paper_ids
+                                               if collected.get(pid)}
+
+    @staticmethod
+    def _all(records: dict[str, str], collected: dict[str, str]) -> list[Collection]:
         sizes: dict[str, int] = {}
         for ids in collected.values():
             for collection_id in ids.split():

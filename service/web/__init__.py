@@ -26,6 +26,7 @@ from . import (  # noqa: F401  (each declares its views on the blueprint)
     admin_pages,
     collection_pages,
     error_pages,
+    form_parts,
     library_pages,
     reading,
     rule_pages,

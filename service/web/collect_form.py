@@ -9,7 +9,6 @@ from ..state import components
 
 
 def collect_context(user: str, paper_ids: list[str]) -> dict[str, Any]:
-    """The reader's collections and the ones each of these papers is in (one read each)."""
-    parts = components()
-    return {"collections": parts.collections.all(user),
-            "collected": parts.collections.memberships(user, paper_ids)}
+    """The reader's collections and the ones each of these papers is in (one round trip)."""
+    collections, collected = components().collections.with_memberships(user, paper_ids)
+    return {"collections": collections, "collected": collected}
