@@ -41,6 +41,13 @@ def test_the_abstract_shows_two_sentences_then_more() -> None:
     assert split_abstract("See e.g. Smith et al. for details. Then more.")[1] == ""
 
 
+def test_abbreviations_do_not_end_a_sentence_but_a_word_ending_like_one_does() -> None:
+    first = "Our bound, as in Smith et al. Jones, holds for graphs, e.g. Trees of any size."
+    second = "We call it the TREq."  # "Eq." inside a word: a sentence does end there
+    rest = "More words follow here " * 20 + "and end."
+    assert split_abstract(f"{first} {second} {rest}") == (f"{first} {second}", rest)
+
+
 def test_links_are_http_only_and_each_once() -> None:
     paper = Paper("arxiv:2401.01234", "T", url="https://arxiv.org/abs/2401.01234v2",
                   doi="10.1000/x y", code_urls=["https://github.com/a/b", "javascript:alert(1)"])

@@ -27,6 +27,7 @@ LEAD_SENTENCES = 2
 State = Literal["like", "dislike", "set-aside", "none"]
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 _ABBREVIATION = re.compile(r"\b(?:e\.g|i\.e|et al|vs|cf|etc|Fig|Eq|Sec|resp)\.$")
+ABBREVIATION_CHARS = 8  # the longest above ("et al.") and more
 _TRAILING = ",;:-–—([{'\""
 _PARTICLES = {"van", "von", "de", "der", "den", "da", "di", "du", "le", "la"}
 
@@ -115,13 +116,19 @@ def split_abstract(text: str, limit: int = LEAD_CHARS,
     text = " ".join(text.split())
     if len(text) <= limit:
         return text, ""
-    ends = [m for m in _SENTENCE_END.finditer(text)
-            if not _ABBREVIATION.search(text[:m.start()])]
-    cut = 0
-    for count, end in enumerate(ends, start=1):
-        if end.start() > limit or count > sentences:
+    cut = count = 0
+    for end in _SENTENCE_END.finditer(text):  # up to the limit only: a page shows ten
+        at = end.start()
+        if at > limit:
             break
-        cut = end.start()
+        # An abbreviation ends just before: look at those few characters, not the text so
+        # far (what ``\b`` sees before them is still the text's).
+        if _ABBREVIATION.search(text, max(0, at - ABBREVIATION_CHARS), at):
+            continue
+        count += 1
+        if count > sentences:
+            break
+        cut = at
     if cut:
         return text[:cut], text[cut:].strip()
     head = text[: limit - 1]
