@@ -3,8 +3,10 @@ like, dislike and set aside, what comes from outside is escaped, errors are page
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from flask import Flask
@@ -13,7 +15,7 @@ from flask.testing import FlaskClient
 from recommender.core.config import Settings
 from recommender.core.papers import Paper
 from recommender.corpus.store import CorpusStore
-from replay.web_steps import csrf_token, post_form
+from replay.web_steps import csrf_token, post_form, sign_in
 
 RATE = re.compile(r'action="/papers/([^"]+)/rate"')
 PapersAbout = Callable[[Settings, str], list[str]]
@@ -197,3 +199,39 @@ def test_the_pages_script_gets_the_new_state_and_its_buttons(ada: FlaskClient) -
     assert aside["state"] == "set-aside" and "You set this aside" in aside["html"]
     assert act("undo")["state"] == "none"
     assert paper_id in listed(ada)  # back on the list
+
+
+@pytest.mark.parametrize("paper_id", [
+    "arxiv:2401.01234v2", "10.1000/x y?a=b#c", "doi:10.1/ä%2F&<q>", "a/b/c", "~paper~x"])
+def test_a_pages_paper_addresses_are_url_fors(web_app: Flask, paper_id: str) -> None:
+    """``form_parts`` builds each paper's addresses from one built address per kind: the
+    same as ``url_for``, whatever the id holds."""
+    from flask import url_for
+
+    from service.web.form_parts import form_parts
+
+    with web_app.test_request_context("/list"):
+        parts = form_parts()
+        assert parts is form_parts()  # once per request
+        assert parts.paper(paper_id) == url_for("web.paper", paper_id=paper_id)
+        assert parts.rate(paper_id) == url_for("web.rate", paper_id=paper_id)
+        assert parts.collect(paper_id) == url_for("web.collect", paper_id=paper_id)
+        assert parts.add_rule == url_for("web.add_rule")
+
+
+def test_each_reader_gets_their_own_forms_token(web_app: Flask, mail_dir: Path) -> None:
+    """The token the page's forms share is worked out per request: never another
+    session's, and each of the page's forms carries the one the session accepts."""
+    tokens = []
+    for reader in ("ada@example.org", "grace@example.org"):
+        browser = web_app.test_client()
+        sign_in(browser, reader, mail_dir)
+        page = browser.get("/list").text
+        found = set(re.findall(r'name="csrf_token" value="([^"]+)"', page))
+        assert len(found) == 1 and page.count('name="csrf_token"') > 10
+        tokens.append(found.pop())
+        paper_id = RATE.findall(page)[0]
+        liked = browser.post(f"/papers/{paper_id}/rate", data={
+            "csrf_token": html.unescape(tokens[-1]), "action": "like", "next": "/list"})
+        assert liked.status_code == 303
+    assert tokens[0] != tokens[1]
