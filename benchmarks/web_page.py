@@ -14,7 +14,8 @@ the JSON list and the page are asked for one at a time, alternating, through the
 test client: no network), after 20 of each to warm up. Two figures per request: the time
 inside the app (the `Server-Timing` header both answers carry, wall clock) and the CPU time
 of the whole WSGI call (which other processes on a shared machine disturb far less).
-Reported per tree: p50 and p99 of each, and the page's extra time (p50 and p99 differences);
+Reported per tree: p50 and p99 of each, the page's extra time (p50 and p99 differences), and
+p50 and p99 of the per-request extra (each page less the JSON list asked just before it);
 whether the trees' pages are the same HTML (the per-request token and ids aside).
 
     python -m benchmarks.web_page --baseline /path/to/other/checkout
@@ -126,6 +127,12 @@ def figures(times: dict[str, dict[str, list[float]]]) -> dict[str, Any]:
         for q in ("p50", "p99"):
             out[f"page_extra_{q}{suffix}"] = round(
                 out["page"][f"{q}{suffix}"] - out["json"][f"{q}{suffix}"], 2)
+        # Each page less the JSON list asked for just before it: what the page adds, with
+        # less of the machine's load between the two.
+        paired = [p - j for j, p in zip(times["json"][clock], times["page"][clock],
+                                        strict=True)]
+        out.setdefault("page_extra_paired", {}).update(
+            harness.percentiles(paired, suffix=suffix))
     return out
 
 
@@ -141,8 +148,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             ids = build(data, args.limit, args.redis_url)
         liked = reader_likes(args.seed, ids)
-        samples = {tree: {kind: {"wall": [], "cpu": []} for kind in ("json", "page")}
-                   for tree in trees}
+        samples: dict[str, dict[str, dict[str, list[float]]]] = {
+            tree: {kind: {"wall": [], "cpu": []} for kind in ("json", "page")} for tree in trees}
         statuses: dict[str, dict[str, int]] = {tree: {} for tree in trees}
         pages: dict[str, str] = {}
         per_round = max(1, args.requests // args.rounds)
