@@ -90,6 +90,19 @@ def test_not_now_sets_a_paper_aside_until_it_is_put_back(store: FeedbackStore) -
         store.set_aside("ada", "bad id\n", at=1.0)
 
 
+def test_a_lists_read_gives_the_same_marks_as_reading_them(store: FeedbackStore) -> None:
+    """The list page shows what the reader did with its papers from the read the list was
+    made from (``ListState.marks``): the same as ``marks``, a rating over a set-aside."""
+    store.set_aside("ada", "p1", at=10.0)
+    store.set_aside("ada", "p2", at=11.0)
+    store.set("ada", "p2", "dislike", at=12.0)
+    store.set("ada", "p3", "like", at=13.0)
+    store.set("ada", "p5", "like", at=14.0)
+    ids = ["p1", "p2", "p3", "p4"]
+    assert store.for_list("ada").marks(ids) == store.marks("ada", ids) == {
+        "p1": "set-aside", "p2": "dislike", "p3": "like"}
+
+
 def test_the_served_history_stops_at_its_cap_keeping_the_newest(
     redis_url: str, namespace: str
 ) -> None:

@@ -40,7 +40,9 @@ def test_the_list_page_is_the_apis_list(ada: FlaskClient) -> None:
     page_one, page_two = listed(ada), listed(ada, "/list?page=2")
     # The API records what it answers as served: a fresh user (the same list) for each page.
     api = "/v1/users/{}/recommendations?k=10&exclude_served=true"
-    assert page_one == [i["paper_id"] for i in ada.get(api.format("ben")).json["items"]]
+    answer = ada.get(api.format("ben")).json
+    assert page_one == [i["paper_id"] for i in answer["items"]]
+    assert "marks" not in answer  # the pages' part of a ReadingList stays out of the API
     assert page_two == [i["paper_id"]
                         for i in ada.get(api.format("cy") + "&offset=10").json["items"]]
 

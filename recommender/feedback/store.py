@@ -130,6 +130,14 @@ class ListState:
         """The liked papers the user put in this collection."""
         return {pid for pid, ids in (self.collected or {}).items() if collection_id in ids}
 
+    def marks(self, paper_ids: list[str]) -> dict[str, Mark]:
+        """``FeedbackStore.marks`` of these papers, from this read: a list's page shows what
+        the reader did with its papers without reading it again."""
+        wanted = set(paper_ids)
+        marks: dict[str, Mark] = {pid: "set-aside" for pid in self.set_aside if pid in wanted}
+        marks.update({f.paper_id: f.signal for f in self.signals if f.paper_id in wanted})
+        return marks
+
 
 def _feedback(raw: dict[str, str]) -> list[Feedback]:
     """The signals of one user's feedback hash, oldest first."""

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Annotated
 
 import numpy as np
 from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
 
 from recommender.core.errors import IndexNotReady, NotFound
 from recommender.core.ids import UserId, validate_paper_id
@@ -23,7 +24,7 @@ from recommender.core.search_query import SearchQuery, parse_query
 from recommender.corpus.store import CorpusStore
 from recommender.embedding.cache import EmbeddingCache
 from recommender.embedding.encoders import TextEncoder
-from recommender.feedback.store import Feedback, FeedbackStore, Signal
+from recommender.feedback.store import Feedback, FeedbackStore, ListState, Mark, Signal
 from recommender.index.content_space import centre_query
 from recommender.index.paper_index import PaperIndex
 from recommender.index.store import LiveIndex
@@ -66,6 +67,11 @@ class ReadingList:
     model_version: str | None
     # Items below min_probability (the list is that much shorter).
     left_out_as_unlikely: Annotated[int, Field(exclude=True)] = 0
+    # What the reader had done with each listed paper that has a mark (liked, disliked, set
+    # aside), from the read the list was made from: the pages show it without reading again.
+    # Not part of the API's answer, nor of its schema.
+    marks: Annotated[dict[str, Mark], Field(exclude=True), SkipJsonSchema()] = field(
+        default_factory=dict)
 
 
 class Recommender:
@@ -202,11 +208,11 @@ class Recommender:
         a reader with two collections or more gets every one of them on the list
         (``interests.rank_interests``)."""
         index, ctx, calibration = self._serving(now)
-        request, groups = self._request(user_id, index, now, since, k=k, offset=offset,
-                                        diversity=diversity, exclude_served=exclude_served,
-                                        min_probability=min_probability,
-                                        include_set_aside=include_set_aside,
-                                        served_before=served_before, collection=collection)
+        request, groups, state = self._request(
+            user_id, index, now, since, k=k, offset=offset, diversity=diversity,
+            exclude_served=exclude_served, min_probability=min_probability,
+            include_set_aside=include_set_aside, served_before=served_before,
+            collection=collection)
         ranked = rank_interests(ctx, request, groups)
         put_first, _, _ = request.page()
         all_ids = index.ids
@@ -226,7 +232,8 @@ class Recommender:
         if record:
             self._feedback.record_served(user_id, [item.paper_id for item in items], now)
         return ReadingList(user_id, ranked.personalized, items, index.version,
-                           self._collaborative.version, len(ranked_items) - len(likely))
+                           self._collaborative.version, len(ranked_items) - len(likely),
+                           state.marks([item.paper_id for item in items]))
 
     def why_not(
         self,
@@ -248,7 +255,7 @@ class Recommender:
         corpus, or not indexed yet."""
         paper = self.paper(paper_id, viewer=user_id)
         index, ctx, calibration = self._serving(now)
-        request, _ = self._request(user_id, index, now, since, k=k, offset=offset,
+        request, _, _ = self._request(user_id, index, now, since, k=k, offset=offset,
                                    diversity=diversity, exclude_served=exclude_served,
                                    min_probability=min_probability,
                                    include_set_aside=include_set_aside)
@@ -264,7 +271,7 @@ class Recommender:
         title, question), over the topics of the index served now (found once per version).
         Records nothing."""
         index, ctx, calibration = self._serving(now)
-        request, _ = self._request(user_id, index, now, None, k=k, exclude_served=False,
+        request, _, _ = self._request(user_id, index, now, None, k=k, exclude_served=False,
                                    min_probability=0.0, include_set_aside=False)
         topics = self._topics.get(index.version, ctx.vectors, ctx.popularity, ctx.popular_rows)
         asked = questions(ctx, topics, calibration, request, k)
@@ -285,12 +292,13 @@ class Recommender:
                  k: int, offset: int = 0, diversity: float | None = None,
                  exclude_served: bool, min_probability: float, include_set_aside: bool,
                  served_before: float | None = None,
-                 collection: str | None = None) -> tuple[ListRequest, list[np.ndarray]]:
+                 collection: str | None = None
+                 ) -> tuple[ListRequest, list[np.ndarray], ListState]:
         """The user's list as asked, made from one read of their feedback, served papers,
         rules, papers set aside and collections, over ``index``; served: first served before
         ``served_before`` (by default the start of the UTC day of ``now``). And the liked rows
         of each of their collections, the interests the list keeps visible (none for a
-        collection's list)."""
+        collection's list); and what was read."""
         state = self._feedback.for_list(user_id)
         signals = state.signals
         liked, disliked = _rows(index, signals, "like"), _rows(index, signals, "dislike")
@@ -319,7 +327,7 @@ class Recommender:
                               hidden=np.setdiff1d(hidden, liked))
         groups = [] if collection is not None else [
             index.rows_of(sorted(state.in_collection(cid))) for cid in sorted(state.collections)]
-        return request, groups
+        return request, groups, state
 
     def _unindexed_likes(self, index: PaperIndex,
                          signals: list[Feedback]) -> tuple[list[str], np.ndarray]:

@@ -79,7 +79,8 @@ def collection_list(collection_id: str) -> Response:
     # The same list all day, as the overall list (what it shows moves down from tomorrow).
     found = parts.recommender.recommend(user, PAGE_SIZE, now=time.time(),
                                         offset=(number - 1) * PAGE_SIZE, collection=collection_id)
-    items = views([(i.paper_id, i.title, i.reason, i.standing) for i in found.items], user)
+    items = views([(i.paper_id, i.title, i.reason, i.standing) for i in found.items], user,
+                  found.marks)
     titles = parts.corpus.titles(held.paper_ids)
     papers = views([(pid, titles.get(pid, pid), "", "") for pid in held.paper_ids], user)
     here = request.full_path.rstrip("?")

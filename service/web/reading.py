@@ -23,6 +23,7 @@ from markupsafe import Markup, escape
 from recommender.core.errors import InvalidInput, PaperrecError
 from recommender.core.papers import Paper
 from recommender.core.search_query import MAX_QUERY_CHARS
+from recommender.feedback.store import Mark
 from recommender.ranking.item_view import ItemView, item_view
 from recommender.ranking.search import SearchHit, snippet
 
@@ -46,14 +47,17 @@ SIMILAR = 5
 SEARCH_RESULTS = 20
 
 
-def views(items: list[tuple[str, str, str, str]], user: str) -> list[ItemView]:
+def views(items: list[tuple[str, str, str, str]], user: str,
+          marks: Mapping[str, Mark] | None = None) -> list[ItemView]:
     """(paper id, title, reason, standing) as the pages show them (``item_view``): with the
     paper's authors, year, category, abstract and links from the corpus, and what the reader
-    did with it (liked, disliked, set aside)."""
+    did with it (liked, disliked, set aside): ``marks`` when known (a ``ReadingList``'s),
+    else read."""
     parts = components()
     ids = [pid for pid, _, _, _ in items]
     papers = parts.corpus.get_many(ids)
-    marks = parts.feedback.marks(user, ids)
+    if marks is None:
+        marks = parts.feedback.marks(user, ids)
     return [item_view(papers.get(pid) or Paper(pid, title), title=title, reason=reason,
                       standing=standing, state=marks.get(pid, "none"))
             for pid, title, reason, standing in items]
@@ -102,7 +106,8 @@ def reading_list() -> Response:
     found = components().recommender.recommend(
         user, PAGE_SIZE, now=time.time(), offset=asked.offset, diversity=asked.diversity,
         since=asked.since, include_set_aside=asked.set_aside)
-    items = views([(i.paper_id, i.title, i.reason, i.standing) for i in found.items], user)
+    items = views([(i.paper_id, i.title, i.reason, i.standing) for i in found.items], user,
+                  found.marks)
     controls = asked.controls
     query: dict[str, Any] = {k: v for k, v in controls.items() if v}
     return page("list.html", active="list", page_name="list", items=items,
