@@ -63,6 +63,7 @@ def citeulike_workspace(limit: int) -> Settings:
     folder = harness.WORK / "search" / (f"citeulike-{limit}" if limit else "citeulike")
     settings = Settings.from_env(data_dir=folder)
     if not (folder / "corpus.sqlite").exists():
+        folder.mkdir(parents=True, exist_ok=True)
         harness.seed_embeddings(settings)
         source = folder / "papers.jsonl"
         lines = citeulike.PAPERS.read_text().splitlines(keepends=True)
