@@ -9,6 +9,7 @@ the live collaborative model and the feedback store (what a user said), ranks wi
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Annotated
@@ -41,6 +42,7 @@ from recommender.ranking.scoring import close_likes, score
 from recommender.ranking.search import (
     AUTHOR_POOL,
     MAX_NAME_WORDS,
+    QUERY_VECTORS,
     SEMANTIC_POOL,
     WORD_POOL,
     Candidates,
@@ -81,6 +83,10 @@ class Recommender:
         self._context = LiveContext()
         self._topics = TopicCache()
         self._floor: tuple[str, float] = ("", 0.0)  # (index version, its noise floor)
+        # A search text's embedding, kept for the next search of the same text (the next
+        # page, the same query from the page and the API): a model run is most of a search's
+        # time. Bounded: QUERY_VECTORS texts (``parse_query`` cuts each to MAX_QUERY_CHARS).
+        self._query_vector = functools.lru_cache(maxsize=QUERY_VECTORS)(self._encode_query)
 
     def paper(self, paper_id: str, viewer: str | None = None) -> Paper:
         """The paper, as ``viewer`` may see it: a reader's upload not verified yet is there
@@ -139,12 +145,19 @@ class Recommender:
             self._floor = (index.version, floor)
         return floor
 
+    def _encode_query(self, text: str) -> np.ndarray:
+        """The model's embedding of a search text (1 x dimension), read-only: it is shared
+        by every search of the same text (``_query_vector``)."""
+        vector = self._embedder.encode([text])
+        vector.flags.writeable = False
+        return vector
+
     def meaning(self, query: SearchQuery, viewer: str | None) -> list[tuple[str, float]]:
         """(id, cosine) of the papers closest in meaning to the query's free text, best
         first: the index's nearest (in ``query.years`` when given), and for ``viewer`` the
         papers they uploaded that are not verified (so not indexed) yet."""
         index = self._index.get()
-        encoded = self._embedder.encode([query.text])
+        encoded = self._query_vector(query.text)
         if encoded.shape[1] != index.vectors.shape[1]:
             raise IndexNotReady(f"the index was built with another embedding model "
                                 f"({index.meta.get('embedding', index.model)}) than the one "
