@@ -100,36 +100,50 @@ class KeywordIndex:
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
+    def open(self, db: sqlite3.Connection) -> None:
+        """Bring the index up to the corpus as a store opens: write what a writer left
+        recorded, or build it when it is missing or of another format (a new corpus, or
+        one of an older paperrec). Under the lock, so of several processes opening an old
+        corpus at once one builds and the others find it built."""
+        with self._writing():
+            if self.ready:
+                self._apply(db)
+            else:
+                self._rebuild(db)
+
     def rebuild(self, db: sqlite3.Connection) -> int:
         """Index every row of ``paper_words`` afresh (a new folder, swapped in); forget the
         changes recorded before it started. How many papers."""
         with self._writing():
-            last = db.execute("SELECT COALESCE(MAX(seq), 0) FROM keyword_changes").fetchone()[0]
-            building = self.folder.with_name(f"{self.folder.name}.building-{os.getpid()}")
-            shutil.rmtree(building, ignore_errors=True)
-            building.mkdir(parents=True)
-            index = self._open(building)
-            writer = index.writer(WRITER_HEAP, 1)
-            count = 0
-            for rows in _chunks(db.execute(
-                    "SELECT w.rowid, w.title, w.abstract, w.authors, p.day FROM paper_words w"
-                    " JOIN papers p ON p.rowid = w.rowid")):
-                for row in rows:
-                    writer.add_document(self._document(*row))
-                count += len(rows)
-            writer.commit()
-            writer.wait_merging_threads()
-            del writer
-            (building / "paperrec-format").write_text(FORMAT)
-            old = self.folder.with_name(f"{self.folder.name}.old-{os.getpid()}")
-            if self.folder.exists():
-                os.replace(self.folder, old)
-            os.replace(building, self.folder)
-            shutil.rmtree(old, ignore_errors=True)
-            self._index, self._seen, self._searcher = None, None, None
-            with db:
-                db.execute("DELETE FROM keyword_changes WHERE seq <= ?", (last,))
-            return count
+            return self._rebuild(db)
+
+    def _rebuild(self, db: sqlite3.Connection) -> int:
+        last = db.execute("SELECT COALESCE(MAX(seq), 0) FROM keyword_changes").fetchone()[0]
+        building = self.folder.with_name(f"{self.folder.name}.building-{os.getpid()}")
+        shutil.rmtree(building, ignore_errors=True)
+        building.mkdir(parents=True)
+        index = self._open(building)
+        writer = index.writer(WRITER_HEAP, 1)
+        count = 0
+        for rows in _chunks(db.execute(
+                "SELECT w.rowid, w.title, w.abstract, w.authors, p.day FROM paper_words w"
+                " JOIN papers p ON p.rowid = w.rowid")):
+            for row in rows:
+                writer.add_document(self._document(*row))
+            count += len(rows)
+        writer.commit()
+        writer.wait_merging_threads()
+        del writer
+        (building / "paperrec-format").write_text(FORMAT)
+        old = self.folder.with_name(f"{self.folder.name}.old-{os.getpid()}")
+        if self.folder.exists():
+            os.replace(self.folder, old)
+        os.replace(building, self.folder)
+        shutil.rmtree(old, ignore_errors=True)
+        self._index, self._seen, self._searcher = None, None, None
+        with db:
+            db.execute("DELETE FROM keyword_changes WHERE seq <= ?", (last,))
+        return count
 
     def apply(self, db: sqlite3.Connection) -> int:
         """Write the rows recorded in ``keyword_changes`` into the index (module docstring);
@@ -137,28 +151,31 @@ class KeywordIndex:
         if db.execute("SELECT 1 FROM keyword_changes LIMIT 1").fetchone() is None:
             return 0
         with self._writing():
-            last = db.execute("SELECT COALESCE(MAX(seq), 0) FROM keyword_changes").fetchone()[0]
-            rows = [row for row, in db.execute(
-                "SELECT DISTINCT row FROM keyword_changes WHERE seq <= ?", (last,))]
-            if rows:
-                writer = self._opened().writer(WRITER_HEAP, 1)
-                for start in range(0, len(rows), CHUNK):
-                    chunk = rows[start : start + CHUNK]
-                    # A query, not delete_documents_by_term: that reads a Python int as an
-                    # i64 term, which never equals the u64 field's.
-                    writer.delete_documents_by_query(
-                        tantivy.Query.term_set_query(self._schema, "row", chunk))
-                    marks = ",".join("?" * len(chunk))
-                    for found in db.execute(
-                            "SELECT w.rowid, w.title, w.abstract, w.authors, p.day FROM"
-                            " paper_words w JOIN papers p ON p.rowid = w.rowid"
-                            f" WHERE w.rowid IN ({marks})", chunk).fetchall():
-                        writer.add_document(self._document(*found))
-                writer.commit()
-                del writer
-            with db:
-                db.execute("DELETE FROM keyword_changes WHERE seq <= ?", (last,))
-            return len(rows)
+            return self._apply(db)
+
+    def _apply(self, db: sqlite3.Connection) -> int:
+        last = db.execute("SELECT COALESCE(MAX(seq), 0) FROM keyword_changes").fetchone()[0]
+        rows = [row for row, in db.execute(
+            "SELECT DISTINCT row FROM keyword_changes WHERE seq <= ?", (last,))]
+        if rows:
+            writer = self._opened().writer(WRITER_HEAP, 1)
+            for start in range(0, len(rows), CHUNK):
+                chunk = rows[start : start + CHUNK]
+                # A query, not delete_documents_by_term: that reads a Python int as an
+                # i64 term, which never equals the u64 field's.
+                writer.delete_documents_by_query(
+                    tantivy.Query.term_set_query(self._schema, "row", chunk))
+                marks = ",".join("?" * len(chunk))
+                for found in db.execute(
+                        "SELECT w.rowid, w.title, w.abstract, w.authors, p.day FROM"
+                        " paper_words w JOIN papers p ON p.rowid = w.rowid"
+                        f" WHERE w.rowid IN ({marks})", chunk).fetchall():
+                    writer.add_document(self._document(*found))
+            writer.commit()
+            del writer
+        with db:
+            db.execute("DELETE FROM keyword_changes WHERE seq <= ?", (last,))
+        return len(rows)
 
     def _document(self, row: int, title: str, abstract: str, authors: str,
                   day: float | None) -> Any:

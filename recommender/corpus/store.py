@@ -141,10 +141,7 @@ class CorpusStore:
         self._db.executescript(_SCHEMA)
         self._migrate(had_categories)
         self.keywords = KeywordIndex(path.with_name(f"{path.stem}-words"))
-        if self.keywords.ready:
-            self.keywords.apply(self._db)  # what a writer that stopped early left recorded
-        else:  # a new corpus, or one of an older paperrec: its words, indexed once
-            self.keywords.rebuild(self._db)
+        self.keywords.open(self._db)  # built once for a corpus of an older paperrec
 
     def _migrate(self, had_categories: bool = True) -> None:
         """Bring a corpus written by an older paperrec up to the current schema."""
