@@ -130,3 +130,12 @@ def test_a_word_too_long_for_the_index_is_found_nowhere_and_breaks_nothing(
     corpus.upsert([Paper("a", f"Short title {long}", "Words.")])
     assert found(corpus, "short") == ["a"]
     assert found(corpus, long) == [] and found(corpus, f'"title {long}"') == []
+
+
+def test_many_small_writes_are_merged_into_few_segments(corpus: CorpusStore) -> None:
+    """Each write commits a segment; the merges it starts are let finish, so the index does
+    not grow a segment a write (an ingest writes a thousand times at a million papers)."""
+    for i in range(30):
+        corpus.upsert([Paper(f"p{i}", f"Paper number {i}", "Words.")])
+    assert corpus.keywords._current().num_segments < 10
+    assert len(found(corpus, "paper number", limit=50)) == 30

@@ -172,6 +172,9 @@ class KeywordIndex:
                         f" WHERE w.rowid IN ({marks})", chunk).fetchall():
                     writer.add_document(self._document(*found))
             writer.commit()
+            # Let the merges the commit started finish (dropped, the writer would cancel
+            # them): else each write leaves a segment, an ingest of a million papers 1,000.
+            writer.wait_merging_threads()
             del writer
         with db:
             db.execute("DELETE FROM keyword_changes WHERE seq <= ?", (last,))
