@@ -21,13 +21,17 @@ title (a broad query many papers answer) are timed as well, and their quality re
 as the others' (a paper among many with both words is not expected first).
 
 Speed: every query above is timed (wall time of ``Recommender.search(q, 10)``, embedding the
-query with the configured model included), after ``--warmup`` searches; p50 and p99, the
-process's CPU time of each search (on a loaded machine, what a search costs without waiting
-for a core), and the parts: embedding the query, the full-text query of the words, the
-vector search.
+query with the configured model included), after ``--warmup`` searches of other papers'
+titles (a text searched before has its embedding kept, so each timed query is the first
+search of its text); p50 and p99, the process's CPU time of each search (on a loaded
+machine, what a search costs without waiting for a core), and the parts: embedding the
+query, the words (``CorpusStore.search_words``, the keyword index, 200 asked as a search
+asks), the same words by the corpus's FTS5 table as search read them before the keyword
+index (``words_fts5_before``, side by side on the same data), the vector search.
 
     python -m benchmarks.search --corpus citeulike
-    python -m benchmarks.search --corpus var/bench/build-1m/250k/data
+    python -m benchmarks.build_1m --papers 1M --embed-sample 0 --keep --workdir /tmp/b1m
+    python -m benchmarks.search --corpus /tmp/b1m/1M/data
 
 The figures and what they show: docs/guide/search.md ("How well it finds, how fast").
 """
