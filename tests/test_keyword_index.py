@@ -139,3 +139,15 @@ def test_many_small_writes_are_merged_into_few_segments(corpus: CorpusStore) -> 
         corpus.upsert([Paper(f"p{i}", f"Paper number {i}", "Words.")])
     assert corpus.keywords._current().num_segments < 10
     assert len(found(corpus, "paper number", limit=50)) == 30
+
+
+def test_an_author_with_other_words_anywhere(corpus: CorpusStore) -> None:
+    """``search_author(also=...)``: the author's papers with the other words, not the papers
+    that only mention the name (search's "surname and a title word")."""
+    corpus.upsert([Paper("by", "Graph kernels", "Kernels.", ["Alan Turing"]),
+                   Paper("about", "Graph graph graph", "Turing machines on graphs.",
+                         ["Ada Lovelace"]),
+                   Paper("other", "Tape machines", "Tapes.", ["Alan Turing"])])
+    assert found(corpus, "turing graph")[0] == "about"  # by words alone, the mention wins
+    assert [p for p, _ in corpus.search_author(("turing",), 10, None, also=("graph",))] == [
+        "by"]

@@ -188,6 +188,10 @@ def test_an_author_named_comes_first(search: Callable[..., list[str]]) -> None:
     # An author's surname and a word of the title.
     assert search("hinton capsules")[0] == "p-capsules"
     assert search("godel federated")[0] == "p-fed"  # folded: "Gödel"
+    # A surname and a word: the author's paper with the word before papers with both
+    # words elsewhere (p-gnn has "graph" in its title and is Hinton's, but not Turing's).
+    assert search("turing graph")[0] == "p-neural"
+    assert search("noether labels")[0] == "p-noise"
 
 
 def test_fields_phrases_and_years_filter(search: Callable[..., list[str]]) -> None:

@@ -518,12 +518,15 @@ class CorpusStore:
         return [pid for pid, in self._db.execute(sql + " ORDER BY p.rowid LIMIT 20", values)]
 
     def search_author(self, name_words: tuple[str, ...], limit: int, viewer: str | None,
-                      years: tuple[int, int] | None = None) -> list[tuple[str, float]]:
+                      years: tuple[int, int] | None = None, also: tuple[str, ...] = (),
+                      ) -> list[tuple[str, float]]:
         """The papers ``viewer`` may see with an author whose name has these consecutive
-        words (folded: "hinton", "geoffrey hinton"), best first."""
+        words (folded: "hinton", "geoffrey hinton"), and each word of ``also`` anywhere,
+        best first."""
         if not name_words:
             return []
-        return self._matching([Term(name_words, "authors")], limit, viewer, years)
+        return self._matching([Term(name_words, "authors"), *(Term((w,)) for w in also)],
+                              limit, viewer, years)
 
     def _matching(self, terms: list[Term], limit: int, viewer: str | None,
                   years: tuple[int, int] | None) -> list[tuple[str, float]]:

@@ -122,8 +122,7 @@ class Recommender:
         found = Candidates(
             title=(self._corpus.search_title(query.free_words, viewer, query.years)
                    if not query.fielded else []),
-            author=[pid for pid, _ in self._corpus.search_author(
-                query.words, AUTHOR_POOL, viewer, query.years)]
+            author=self._by_author(query, viewer)
             if plain_words and len(query.words) <= MAX_NAME_WORDS else [],
             words=[pid for pid, _ in self._corpus.search_words(query, WORD_POOL, viewer)],
             meaning=self.meaning(query, viewer) if query.text else [])
@@ -135,6 +134,20 @@ class Recommender:
                           matches(papers[pid], query),
                           None if cosine is None else round(cosine, 4))
                 for pid, score, how, cosine in fused if pid in papers]
+
+    def _by_author(self, query: SearchQuery, viewer: str | None) -> list[str]:
+        """The papers of an author the query names: its words as a name ("hinton",
+        "geoffrey hinton"), else one of its words as a name and the others anywhere in the
+        paper ("hinton capsules": Hinton's papers with "capsules"), best first."""
+        found = self._corpus.search_author(query.words, AUTHOR_POOL, viewer, query.years)
+        required = query.required_words
+        if not found and len(required) > 1:
+            for name in dict.fromkeys(required):
+                found += self._corpus.search_author(
+                    (name,), AUTHOR_POOL, viewer, query.years,
+                    also=tuple(w for w in required if w != name))
+            found.sort(key=lambda hit: -hit[1])
+        return list(dict.fromkeys(pid for pid, _ in found))[:AUTHOR_POOL]
 
     def _noise_floor(self, index: PaperIndex) -> float:
         """How similar unrelated papers of this index version look (computed once per
