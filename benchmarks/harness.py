@@ -48,7 +48,7 @@ QUICK_RESULTS = WORK / "results"
 SHARED = Path(os.environ.get("PAPERREC_SHARED_DATA", "/work/shared"))
 CITEULIKE = SHARED / "data" / "citeulike-a"
 # Versions recorded beside the figures when the benchmark imported them.
-LIBRARIES = ("faiss-cpu", "torch", "onnxruntime", "sentence-transformers", "implicit")
+LIBRARIES = ("faiss-cpu", "torch", "onnxruntime", "sentence-transformers", "implicit", "tantivy")
 
 T = TypeVar("T")
 

@@ -12,9 +12,10 @@ import json
 import random
 import re
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
@@ -187,6 +188,10 @@ def test_an_author_named_comes_first(search: Callable[..., list[str]]) -> None:
     # An author's surname and a word of the title.
     assert search("hinton capsules")[0] == "p-capsules"
     assert search("godel federated")[0] == "p-fed"  # folded: "Gödel"
+    # A surname and a word: the author's paper with the word before papers with both
+    # words elsewhere (p-gnn has "graph" in its title and is Hinton's, but not Turing's).
+    assert search("turing graph")[0] == "p-neural"
+    assert search("noether labels")[0] == "p-noise"
 
 
 def test_fields_phrases_and_years_filter(search: Callable[..., list[str]]) -> None:
@@ -316,3 +321,32 @@ def test_the_sample_query_of_the_issue_returns_few_relevant_papers(
         paper = client.get(f"/v1/papers/{item['paper_id']}").json
         text = (paper["title"] + " " + paper["abstract"]).lower()
         assert "federated" in text or "noisy" in text or "label noise" in text, paper["title"]
+
+
+class CountingEncoder:
+    """The hashing embedder, counting the texts it is asked to embed."""
+
+    def __init__(self, inner: TextEncoder) -> None:
+        self.inner = inner
+        self.texts: list[str] = []
+
+    @property
+    def variant(self) -> str:
+        return self.inner.variant
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        self.texts += list(texts)
+        return self.inner.encode(texts)
+
+
+def test_a_search_text_is_embedded_once(search_settings: Settings,
+                                        hashing_embedder: TextEncoder) -> None:
+    """The next page of a search, or the same search again, reuses the query's embedding:
+    the same hits, without running the model again."""
+    counting = CountingEncoder(hashing_embedder)
+    recommender = wiring.build(search_settings, embedder=counting).recommender
+    first = recommender.search("graph neural networks", 5)
+    again = recommender.search("graph neural networks", 5)
+    assert [h.paper_id for h in again] == [h.paper_id for h in first] and first
+    recommender.search("federated learning", 5)
+    assert counting.texts == ["graph neural networks", "federated learning"]

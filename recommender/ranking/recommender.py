@@ -9,6 +9,7 @@ the live collaborative model and the feedback store (what a user said), ranks wi
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Annotated
@@ -42,6 +43,7 @@ from recommender.ranking.scoring import close_likes, score
 from recommender.ranking.search import (
     AUTHOR_POOL,
     MAX_NAME_WORDS,
+    QUERY_VECTORS,
     SEMANTIC_POOL,
     WORD_POOL,
     Candidates,
@@ -87,6 +89,10 @@ class Recommender:
         self._context = LiveContext()
         self._topics = TopicCache()
         self._floor: tuple[str, float] = ("", 0.0)  # (index version, its noise floor)
+        # A search text's embedding, kept for the next search of the same text (the next
+        # page, the same query from the page and the API): a model run is most of a search's
+        # time. Bounded: QUERY_VECTORS texts (``parse_query`` cuts each to MAX_QUERY_CHARS).
+        self._query_vector = functools.lru_cache(maxsize=QUERY_VECTORS)(self._encode_query)
 
     def paper(self, paper_id: str, viewer: str | None = None) -> Paper:
         """The paper, as ``viewer`` may see it: a reader's upload not verified yet is there
@@ -122,8 +128,7 @@ class Recommender:
         found = Candidates(
             title=(self._corpus.search_title(query.free_words, viewer, query.years)
                    if not query.fielded else []),
-            author=[pid for pid, _ in self._corpus.search_author(
-                query.words, AUTHOR_POOL, viewer, query.years)]
+            author=self._by_author(query, viewer)
             if plain_words and len(query.words) <= MAX_NAME_WORDS else [],
             words=[pid for pid, _ in self._corpus.search_words(query, WORD_POOL, viewer)],
             meaning=self.meaning(query, viewer) if query.text else [])
@@ -136,6 +141,20 @@ class Recommender:
                           None if cosine is None else round(cosine, 4))
                 for pid, score, how, cosine in fused if pid in papers]
 
+    def _by_author(self, query: SearchQuery, viewer: str | None) -> list[str]:
+        """The papers of an author the query names: its words as a name ("hinton",
+        "geoffrey hinton"), else one of its words as a name and the others anywhere in the
+        paper ("hinton capsules": Hinton's papers with "capsules"), best first."""
+        found = self._corpus.search_author(query.words, AUTHOR_POOL, viewer, query.years)
+        required = query.required_words
+        if not found and len(required) > 1:
+            for name in dict.fromkeys(required):
+                found += self._corpus.search_author(
+                    (name,), AUTHOR_POOL, viewer, query.years,
+                    also=tuple(w for w in required if w != name))
+            found.sort(key=lambda hit: -hit[1])
+        return list(dict.fromkeys(pid for pid, _ in found))[:AUTHOR_POOL]
+
     def _noise_floor(self, index: PaperIndex) -> float:
         """How similar unrelated papers of this index version look (computed once per
         version): the bar under which a paper only the meaning search found is left out."""
@@ -145,12 +164,19 @@ class Recommender:
             self._floor = (index.version, floor)
         return floor
 
+    def _encode_query(self, text: str) -> np.ndarray:
+        """The model's embedding of a search text (1 x dimension), read-only: it is shared
+        by every search of the same text (``_query_vector``)."""
+        vector = self._embedder.encode([text])
+        vector.flags.writeable = False
+        return vector
+
     def meaning(self, query: SearchQuery, viewer: str | None) -> list[tuple[str, float]]:
         """(id, cosine) of the papers closest in meaning to the query's free text, best
         first: the index's nearest (in ``query.years`` when given), and for ``viewer`` the
         papers they uploaded that are not verified (so not indexed) yet."""
         index = self._index.get()
-        encoded = self._embedder.encode([query.text])
+        encoded = self._query_vector(query.text)
         if encoded.shape[1] != index.vectors.shape[1]:
             raise IndexNotReady(f"the index was built with another embedding model "
                                 f"({index.meta.get('embedding', index.model)}) than the one "
