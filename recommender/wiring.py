@@ -52,6 +52,7 @@ from recommender.feedback.rules import RuleStore
 from recommender.feedback.store import FeedbackStore
 from recommender.feedback.upload_quota import UploadQuota
 from recommender.feedback.user_data import UserData
+from recommender.feedback.zotero import ZoteroConnections
 from recommender.index.store import IndexStore, LiveIndex
 from recommender.ranking.collaborative import CollaborativeModel
 from recommender.ranking.recommender import Recommender
@@ -162,8 +163,20 @@ class Paperrec:
     def user_data(self) -> UserData:
         return UserData(self.feedback,
                         [self.subscriptions, self.rules, self.collections, self.feed_tokens,
-                         self.corpus],
+                         self.corpus, self.zotero],
                         forget=[self.corpus.forget_uploader])
+
+    @cached_property
+    def zotero(self) -> ZoteroConnections:
+        """The readers' connected Zotero libraries, synced as likes and collections
+        (keys encrypted with a key derived from the deployment's secret)."""
+        s = self.settings
+        return ZoteroConnections(self.redis, self.keys, self.writes, self.secret,
+                                 s.zotero_api_url, s.zotero_retries, corpus=self.corpus,
+                                 quota=self.upload_quota,
+                                 embed=lambda ids: library.embed_papers(
+                                     self.corpus, ids, self.embedder, self.embedding_cache),
+                                 budget_seconds=s.zotero_budget_seconds)
 
     @cached_property
     def secret(self) -> bytes:
@@ -222,7 +235,7 @@ class Paperrec:
 
     def close(self) -> None:
         """Close what was opened (the parts never used were never made)."""
-        for name in ("arxiv", "openreview", "corpus", "embedding_cache"):
+        for name in ("arxiv", "openreview", "zotero", "corpus", "embedding_cache"):
             part = self.__dict__.pop(name, None)
             if part is not None:
                 part.close()
