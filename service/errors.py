@@ -29,6 +29,8 @@ ERROR_STATUSES = {
     415: "A content type this call does not read; the message lists those it does.",
     429: "Too many requests for this API key (setting a subscription: too many confirmation "
          "emails); retry after `Retry-After` seconds.",
+    502: "An outside service (Zotero) could not be reached, or did not answer as it should; "
+         "the message says what. Try again later.",
     503: "The index or Redis is unavailable, or the service is busy; retry after "
          "`Retry-After` seconds.",
 }

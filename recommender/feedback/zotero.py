@@ -165,21 +165,24 @@ class ZoteroConnections:
         """Check the key with Zotero at once and keep it (encrypted); ZoteroRefused (400)
         when Zotero refuses it or it may not read that library."""
         check_library(library_type, library_id, api_key)
-        checker = ZoteroClient(self.api_url, 1, backoff=1.0)
+        checker = ZoteroClient(self.api_url, 1, backoff=0.5)
         try:
             checker.begin(CONNECT_SECONDS)
             access = checker.key_access(api_key)
+            if not access.may_read(library_type, library_id):
+                where = (f"your library ({access.user_id})" if library_type == "user"
+                         and access.user_id == library_id else f"{library_type} library "
+                         f"{library_id}")
+                raise ZoteroRefused(
+                    f"this API key may not read {where}: on zotero.org/settings/keys give "
+                    f"it read access to that library" + (
+                        f" (the key is user {access.user_id}'s: for your own library, "
+                        f"library_id is {access.user_id})" if library_type == "user" else ""))
+            # the library is there (a group's id may be wrong): one small conditional read
+            checker.page(library_path(library_type, library_id), "collections", api_key,
+                         0, 0, conditional=False)
         finally:
             checker.close()
-        if not access.may_read(library_type, library_id):
-            where = (f"your library ({access.user_id})" if library_type == "user"
-                     and access.user_id == library_id else f"{library_type} library "
-                     f"{library_id}")
-            raise ZoteroRefused(
-                f"this API key may not read {where}: on zotero.org/settings/keys give it "
-                f"read access to that library" + (
-                    f" (the key is user {access.user_id}'s: for your own library, "
-                    f"library_id is {access.user_id})" if library_type == "user" else ""))
         key = self._keys.zotero(user_id)
         with redis_errors():
             old = cast(dict[str, str], self._redis.hgetall(key))
