@@ -16,6 +16,7 @@ from recommender.core.errors import InvalidInput, NotFound
 from recommender.corpus.zotero_api import ZoteroClient
 from recommender.embedding.encoders import TextEncoder
 from replay.zotero import API_KEY, USER_ID, ZoteroReplay
+from service.cli import main
 
 READER = "ada"
 
@@ -236,10 +237,10 @@ def test_a_sync_killed_half_way_leaves_before_or_after(
     connect(app)
     app.zotero.sync(READER, time.time())
     before = likes(app)
-    for number in range(0, 150, 3):  # a third of the library changes
-        zotero.delete_item(list(zotero.libraries[f"user:{USER_ID}"].items)[0])
-    big_library_more = [zotero.add_item(f"Fresh paper {n} on trees") for n in range(120)]
-    assert big_library_more
+    for key in list(zotero.libraries[f"user:{USER_ID}"].items)[:50]:  # a third goes
+        zotero.delete_item(key)
+    for number in range(120):  # and more comes
+        zotero.add_item(f"Fresh paper {number} on trees")
     original, calls = app.zotero.client.page, []
 
     def killed(*args: Any, **kwargs: Any) -> Any:
@@ -373,3 +374,39 @@ def test_the_key_is_encrypted_at_rest_never_exported_and_forgotten_with_the_acco
     app.user_data.erase(READER)
     assert not any(app.redis.exists(key) for key in app.keys.user_keys(READER))
     assert dict(app.zotero.sync_all(time.time(), 5)) == {}
+
+
+def test_the_command_prints_a_line_per_library_and_fails_only_for_a_library_not_synced(
+        app: wiring.Paperrec, zotero: ZoteroReplay, titles: list[tuple[str, str]],
+        sample_settings: Settings, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    small_library(zotero, titles)
+    connect(app)
+    connect(app, "bob")
+    app.zotero.sync(READER, time.time())  # embedded by the fast tests' embedder
+    app.zotero.sync("bob", time.time())
+    for name, value in {"PAPERREC_DATA_DIR": str(sample_settings.data_dir),
+                        "REDIS_URL": sample_settings.redis_url,
+                        "PAPERREC_REDIS_NAMESPACE": sample_settings.redis_namespace,
+                        "PAPERREC_ZOTERO_API_URL": zotero.url}.items():
+        monkeypatch.setenv(name, value)
+    assert main(["sync-zotero"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert sorted(line.split(":")[1].strip() for line in lines) == ["ada", "bob"]
+    assert all("added 0" in line and "removed 0" in line and "skipped 0" in line
+               for line in lines), lines
+    zotero.revoke_key(API_KEY)
+    assert main(["sync-zotero", "--user", "bob"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("sync-zotero: bob: added 0") and "refuses" in out
+
+
+def test_the_scheduled_round_syncs_the_libraries(
+        app: wiring.Paperrec, zotero: ZoteroReplay, titles: list[tuple[str, str]]) -> None:
+    small_library(zotero, titles)
+    connect(app)
+    steps = {step.step: step for step in app.scheduled_round(time.time(), print)}
+    assert steps["sync zotero"].status == "done"
+    assert "1 libraries (0 failed" in steps["sync zotero"].detail
+    assert "matched 3" in steps["sync zotero"].detail
+    assert len(likes(app)) == 4

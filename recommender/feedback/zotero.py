@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import base64
 import json
+import random
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -128,6 +129,35 @@ class ZoteroCollection:
     key: str
     name: str  # its path: "Training / Distributed"
     included: bool
+
+
+@dataclass
+class ZoteroJobSummary:
+    """What one run over every connected library did (``paperrec jobs``' step)."""
+
+    libraries: int = 0
+    failed: int = 0  # could not be synced at all (the reader's error)
+    unfinished: int = 0  # out of time: the rest next run
+    added: int = 0
+    matched: int = 0
+    removed: int = 0
+    requests: int = 0
+    seconds: float = 0.0
+
+    def count(self, summary: ZoteroSummary) -> None:
+        self.libraries += 1
+        self.failed += summary.error is not None
+        self.unfinished += not summary.finished and summary.error is None
+        self.added += summary.added
+        self.matched += summary.matched
+        self.removed += summary.removed
+        self.requests += summary.requests
+        self.seconds += summary.seconds
+
+    def __str__(self) -> str:
+        return (f"{self.libraries} libraries ({self.failed} failed, {self.unfinished} to "
+                f"finish next run): added {self.added}, matched {self.matched}, removed "
+                f"{self.removed}; {self.requests} requests in {self.seconds:.1f} s")
 
 
 @dataclass
@@ -295,15 +325,32 @@ class ZoteroConnections:
             return summary
         return self._apply(user_id, fetched, now, run)
 
-    def sync_all(self, now: float, budget_seconds: float | None = None
-                 ) -> Iterator[tuple[str, ZoteroSummary]]:
+    def connected(self) -> int:
+        """How many readers have a library connected."""
+        with redis_errors():
+            pipe = self._redis.pipeline(transaction=False)
+            for bucket in range(BUCKETS):
+                pipe.scard(self._keys.zotero_readers(bucket))
+            return sum(cast(list[int], pipe.execute()))
+
+    def sync_all(self, now: float, budget_seconds: float | None = None,
+                 deadline_seconds: float | None = None) -> Iterator[tuple[str, ZoteroSummary]]:
         """Every connected reader's library, one after the other, each within its budget; a
-        reader's failure is their summary's error and the others go on."""
-        for bucket in range(BUCKETS):
+        reader's failure is their summary's error and the others go on. ``deadline_seconds``:
+        start no library after that long (the buckets are taken in a random order then, so
+        the readers left for the next run are not always the same)."""
+        started = time.monotonic()
+        order = list(range(BUCKETS))
+        if deadline_seconds is not None:
+            random.shuffle(order)
+        for bucket in order:
             with redis_errors():
                 readers = sorted(cast(set[str], self._redis.smembers(
                     self._keys.zotero_readers(bucket))))
             for user_id in readers:
+                if deadline_seconds is not None and \
+                        time.monotonic() - started > deadline_seconds:
+                    return
                 try:
                     yield user_id, self.sync(user_id, now, budget_seconds)
                 except NotFound:  # disconnected meanwhile
