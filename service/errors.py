@@ -20,7 +20,8 @@ log = logging.getLogger(__name__)
 ERROR_STATUSES = {
     400: "Bad input; the message says what is wrong.",
     401: "No API key, or not a valid one.",
-    403: "This needs an admin API key (for an email link: the link is not valid).",
+    403: "This needs an admin API key (for an email link: the link is not valid; for a Zotero "
+         "key, `zotero_refused`: Zotero refused it, the message says why).",
     404: "Not found; the message says what.",
     409: "It clashes with what is stored (a name already taken); the message says what.",
     410: "The link has expired.",

@@ -62,19 +62,19 @@ def test_connect_sync_and_see_the_likes_in_their_collections(
     assert names == ["Reading"]
 
 
-def test_a_refused_key_is_a_400_naming_the_problem(client: FlaskClient,
+def test_a_refused_key_is_a_403_naming_the_problem(client: FlaskClient,
                                                    zotero: ZoteroReplay) -> None:
     answer = client.put("/v1/users/ada/zotero", json={**CONNECT, "api_key": "Wrong" * 5})
-    assert answer.status_code == 400
+    assert answer.status_code == 403
     assert answer.json["error"]["code"] == "zotero_refused"
     assert "refused this API key" in answer.json["error"]["message"]
     answer = client.put("/v1/users/ada/zotero", json={**CONNECT, "library_type": "group",
                                                       "library_id": "77"})
-    assert answer.status_code == 400 and "no such library" in answer.json["error"]["message"]
+    assert answer.status_code == 403 and "no such library" in answer.json["error"]["message"]
     zotero.add_key("ReadsNoGroups12345678", USER_ID, groups={})
     answer = client.put("/v1/users/ada/zotero", json={
         "library_type": "group", "library_id": "77", "api_key": "ReadsNoGroups12345678"})
-    assert answer.status_code == 400 and "group library 77" in answer.json["error"]["message"]
+    assert answer.status_code == 403 and "group library 77" in answer.json["error"]["message"]
     assert client.get("/v1/users/ada/zotero").json["connected"] is False
 
 
@@ -121,7 +121,7 @@ def test_choosing_collections_and_disconnecting(client: FlaskClient,
     assert likes == {second}
     assert client.get("/v1/users/ada/zotero").json["included_collections"] == [sub]
     assert client.put("/v1/users/ada/zotero/collections",
-                      json={"included": ["NOTTHERE"]}).status_code == 400
+                      json={"included": ["NOTTHERE"]}).status_code == 404
     client.put("/v1/users/ada/zotero/collections", json={"included": None})
     likes = {i["paper_id"] for i in client.get("/v1/users/ada/feedback").json["items"]}
     assert likes == {first, second}

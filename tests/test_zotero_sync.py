@@ -13,7 +13,7 @@ import pytest
 from recommender import wiring
 from recommender.core.config import Settings
 from recommender.core.errors import InvalidInput, NotFound
-from recommender.corpus.zotero_api import ZoteroClient
+from recommender.corpus.zotero_api import ZoteroClient, ZoteroRefused
 from recommender.embedding.encoders import TextEncoder
 from replay.zotero import API_KEY, USER_ID, ZoteroReplay
 from service.cli import main
@@ -189,7 +189,7 @@ def test_the_collections_included_choose_the_likes_and_the_collections(
     app.zotero.include_collections(READER, None)
     assert likes(app) == everything
     assert set(collections(app)) == {"Reading", "Reading / Deep"}
-    with pytest.raises(InvalidInput, match="no collection"):
+    with pytest.raises(NotFound, match="no collection"):
         app.zotero.include_collections(READER, ["ZZZZZZZZ"])
 
 
@@ -332,14 +332,14 @@ def test_out_of_time_the_sync_stops_and_the_next_run_continues(
 
 
 def test_connecting_checks_the_key_at_once(app: wiring.Paperrec, zotero: ZoteroReplay) -> None:
-    with pytest.raises(InvalidInput, match="refused this API key"):
+    with pytest.raises(ZoteroRefused, match="refused this API key"):
         app.zotero.connect(READER, "user", USER_ID, "WrongKey0123456789abcdef", time.time())
-    with pytest.raises(InvalidInput, match=f"library_id is {USER_ID}"):
+    with pytest.raises(ZoteroRefused, match=f"library_id is {USER_ID}"):
         app.zotero.connect(READER, "user", "1", API_KEY, time.time())
     zotero.add_key("NoLibrary0123456789abcd", USER_ID, library=False, groups={})
-    with pytest.raises(InvalidInput, match="may not read"):
+    with pytest.raises(ZoteroRefused, match="may not read"):
         app.zotero.connect(READER, "user", USER_ID, "NoLibrary0123456789abcd", time.time())
-    with pytest.raises(InvalidInput, match="may not read group library 42"):
+    with pytest.raises(ZoteroRefused, match="may not read group library 42"):
         app.zotero.connect(READER, "group", "42", "NoLibrary0123456789abcd", time.time())
     with pytest.raises(InvalidInput):
         app.zotero.connect(READER, "user", "../../x", API_KEY, time.time())

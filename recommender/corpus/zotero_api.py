@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from recommender.core.errors import InvalidInput
+from recommender.core.errors import Forbidden, InvalidInput
 from recommender.corpus.library import (
     ARXIV_IN_TEXT,
     MAX_ABSTRACT,
@@ -44,8 +44,9 @@ API_KEY = re.compile(r"^[A-Za-z0-9]{8,64}$")
 LibraryType = Literal["user", "group"]
 
 
-class ZoteroRefused(InvalidInput):
-    """Zotero refused the key, or it cannot read that library (the reader must act)."""
+class ZoteroRefused(Forbidden):
+    """Zotero refused the key, or it cannot read that library (the reader must act): a 403,
+    told apart from paperrec's own refusals by its code."""
 
     code = "zotero_refused"
 

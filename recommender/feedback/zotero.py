@@ -192,8 +192,9 @@ class ZoteroConnections:
 
     def connect(self, user_id: str, library_type: Literal["user", "group"], library_id: str,
                 api_key: str, now: float) -> ZoteroState:
-        """Check the key with Zotero at once and keep it (encrypted); ZoteroRefused (400)
-        when Zotero refuses it or it may not read that library."""
+        """Check the key with Zotero at once and keep it (encrypted); ZoteroRefused (403)
+        when Zotero refuses it, it may not read that library or there is no such library;
+        ZoteroFailed (502) when Zotero cannot be reached."""
         check_library(library_type, library_id, api_key)
         checker = ZoteroClient(self.api_url, 1, backoff=0.5)
         try:
@@ -272,11 +273,12 @@ class ZoteroConnections:
         if keys is not None:
             known = self._collections(user_id)
             unknown = [k for k in keys if k not in known]
-            if len(keys) > MAX_INCLUDED or unknown:
-                raise InvalidInput(f"no collection {unknown[0]!r} in the Zotero library as "
-                                   f"last synced: GET /v1/users/{user_id}/zotero/collections "
-                                   "lists them" if unknown else
-                                   f"name at most {MAX_INCLUDED} collections")
+            if len(keys) > MAX_INCLUDED:
+                raise InvalidInput(f"name at most {MAX_INCLUDED} collections")
+            if unknown:
+                raise NotFound(f"no collection {unknown[0]!r} in the Zotero library as last "
+                               f"synced: GET /v1/users/{user_id}/zotero/collections lists "
+                               "them")
         with redis_errors():
             if keys is None:
                 self._redis.hdel(self._keys.zotero(user_id), "included")

@@ -76,9 +76,10 @@ class ZoteroCollectionsOut(Answer):
 
 
 @api.put("/v1/users/<user_id>/zotero", summary="Connect a Zotero library.",
-         responses=answers(ZoteroOut, 502, 503),
-         description="Checks the key with Zotero at once (`/keys/current`): 400 naming the "
-                     "problem when Zotero refuses it or it may not read that library, 502 "
+         responses=answers(ZoteroOut, 403, 502, 503),
+         description="Checks the key with Zotero at once (`/keys/current`): 403 "
+                     "(`zotero_refused`) naming the problem when Zotero refuses it, it may not "
+                     "read that library, or there is no such library; 502 "
                      "when Zotero cannot be reached. The key is stored encrypted and never "
                      "answered. Connecting another library starts its sync afresh (the likes "
                      "the previous one gave stay). `POST .../zotero/sync` syncs at once; "
@@ -136,7 +137,7 @@ def list_zotero_collections(path: UserPath) -> Reply:
                      "the library as last synced: likes of items no longer included are taken "
                      "back (those the reader gave here stay), collections the sync made for "
                      "excluded ones are deleted (their papers stay liked while included "
-                     "elsewhere). 400 for a key not in the library.")
+                     "elsewhere). 404 for a key not in the library as last synced.")
 def include_zotero_collections(path: UserPath, body: IncludeBody) -> Reply:
     zotero = components().zotero
     zotero.include_collections(path.user_id, body.included)
