@@ -220,7 +220,7 @@ class Paperrec:
     def digest(self) -> DigestJob:
         return DigestJob(self.recommender, self.subscriptions, self.feedback, self.corpus,
                          self.links, self.settings.public_url, self.settings.mail_from,
-                         self.collections)
+                         self.collections, self.zotero)
 
     @cached_property
     def arxiv(self) -> OaiPmhClient:

@@ -3,12 +3,16 @@ replayed locally over HTTP (replay/zotero.py) and the real Redis."""
 
 from __future__ import annotations
 
+import email
+import email.policy
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from flask import Flask
 
 from recommender import wiring
 from recommender.core.config import Settings
@@ -17,6 +21,8 @@ from recommender.corpus.zotero_api import ZoteroClient, ZoteroRefused
 from recommender.embedding.encoders import TextEncoder
 from replay.zotero import API_KEY, USER_ID, ZoteroReplay
 from service.cli import main
+from tests.servers import Inbox
+from tests.test_digest import subscribe
 
 READER = "ada"
 
@@ -410,3 +416,22 @@ def test_the_scheduled_round_syncs_the_libraries(
     assert "1 libraries (0 failed" in steps["sync zotero"].detail
     assert "matched 3" in steps["sync zotero"].detail
     assert len(likes(app)) == 4
+
+
+def test_a_failing_sync_is_said_in_the_digest_footer(
+        mail_settings: Settings, inbox: Inbox, zotero: ZoteroReplay, tmp_path: Path,
+        make_app: Callable[[Settings], Flask], hashing_embedder: TextEncoder) -> None:
+    settings = mail_settings.replace(zotero_api_url=zotero.url)
+    subscribe(make_app(settings).test_client(), inbox, READER, "ada@example.org")
+    parts = wiring.build(settings, embedder=hashing_embedder)
+    connect(parts)
+    zotero.revoke_key(API_KEY)
+    assert parts.zotero.sync(READER, time.time()).error
+    assert parts.send_digests(time.time(), dry_run=tmp_path / "out", progress=False).sent == 1
+    [eml] = (tmp_path / "out").glob("*.eml")
+    message = email.message_from_bytes(eml.read_bytes(), policy=email.policy.default)
+    for part in ("plain", "html"):
+        body = message.get_body((part,)).get_content()  # type: ignore[union-attr]
+        assert "Your Zotero library could not be synced" in body
+        assert "refuses to read this library" in " ".join(body.split())
+    parts.close()

@@ -431,6 +431,7 @@ class ZoteroConnections:
                            "sync tries again")
 
     def _apply(self, user_id: str, fetched: Fetched, now: float, run: _Run) -> ZoteroSummary:
+        skipped_before = Counter(run.skipped)
         for _ in range(3):
             with redis_errors():
                 pipe = self._redis.pipeline(transaction=False)
@@ -445,7 +446,7 @@ class ZoteroConnections:
             plan, counts = make_plan(fetched, record, items, colls, owned, feedback, mine,
                                      now=now, user_id=user_id, corpus=self._corpus,
                                      quota=self._quota)
-            run.skipped.update(counts.skipped)
+            run.skipped = skipped_before + counts.skipped
             summary = self._summary(run, plan.version, now, finished=True, counts=counts)
             plan.last_sync = json.dumps(asdict(summary))
             outcome, _, _ = self._applier.apply(user_id, plan)
