@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -206,12 +207,13 @@ class ZoteroReplay(ReplayServer):
         data["version"] = lib.version
 
     def _new_key(self) -> str:
-        self._counter += 1
-        number, key = self._counter, ""
-        for _ in range(8):
-            number, digit = divmod(number, len(KEY_CHARS))
-            key = KEY_CHARS[digit] + key
-        return key
+        """A new object key, as Zotero's look (8 of KEY_CHARS), the same for each run."""
+        while True:
+            self._counter += 1
+            key = "".join(random.Random(self._counter).choices(KEY_CHARS, k=8))
+            if all(key not in lib.items and key not in lib.collections
+                   for lib in self.libraries.values()):
+                return key
 
     # --- the API ---------------------------------------------------------------------------
 

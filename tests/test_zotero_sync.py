@@ -19,7 +19,7 @@ from recommender.core.config import Settings
 from recommender.core.errors import InvalidInput, NotFound
 from recommender.corpus.zotero_api import ZoteroClient, ZoteroRefused
 from recommender.embedding.encoders import TextEncoder
-from replay.zotero import API_KEY, USER_ID, ZoteroReplay
+from replay.zotero import API_KEY, USER_ID, ZoteroReplay, demo_library
 from service.cli import main
 from tests.servers import Inbox
 from tests.test_digest import subscribe
@@ -435,3 +435,42 @@ def test_a_failing_sync_is_said_in_the_digest_footer(
         assert "Your Zotero library could not be synced" in body
         assert "refuses to read this library" in " ".join(body.split())
     parts.close()
+
+
+def test_the_demo_library_syncs_into_the_sample_corpus(
+        app: wiring.Paperrec, zotero: ZoteroReplay) -> None:
+    """What the README's walk shows (`python -m replay.zotero`)."""
+    demo_library(zotero)
+    connect(app)
+    summary = app.zotero.sync(READER, time.time())
+    assert (summary.matched, summary.added) == (20, 6), summary
+    assert summary.skipped == {"note": 1, "attachment": 1, "no title": 1}
+    assert set(collections(app)) == {"Vision", "Training", "Training / Distributed"}
+    assert all(collections(app).values())
+    assert "1706.03762" in likes(app)
+
+
+class LyingReplay(ZoteroReplay):
+    """A Zotero that claims a billion results on every list."""
+
+    def respond_to(self, path: str, query: dict[str, str], headers: dict[str, str]
+                   ) -> tuple[int, dict[str, str], bytes]:
+        status, out, body = super().respond_to(path, query, headers)
+        if "Total-Results" in out:
+            out["Total-Results"] = "1000000000"
+        return status, out, body
+
+
+def test_a_server_lying_about_its_size_is_read_to_its_last_short_page(
+        sample_settings: Settings, hashing_embedder: TextEncoder,
+        titles: list[tuple[str, str]]) -> None:
+    with LyingReplay() as zotero:
+        for _, title in titles[:5]:
+            zotero.add_item(title)
+        parts = wiring.build(sample_settings.replace(zotero_api_url=zotero.url),
+                             embedder=hashing_embedder)
+        connect(parts)
+        summary = parts.zotero.sync(READER, time.time())
+        assert summary.finished and summary.matched == 5
+        assert summary.requests == 2  # the collections, one page of items
+        parts.close()

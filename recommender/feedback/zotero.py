@@ -73,6 +73,8 @@ from recommender.storage.redis_writes import UserWrites
 BUDGET_SECONDS = 60.0  # one library's sync, retries and waits included
 CONNECT_SECONDS = 20.0  # checking a key while the reader waits
 MAX_INCLUDED = 200  # collection keys a reader may name
+MAX_ITEMS_READ = 100_000  # items one sync reads (1,000 pages): past it the library is refused
+MAX_COLLECTIONS_READ = 10_000  # collections one sync reads
 
 
 @dataclass(frozen=True)
@@ -378,14 +380,16 @@ class ZoteroConnections:
                                          conditional=since > 0)
                 if not first.modified:
                     return Fetched.nothing(version=since, unchanged=True)
+                page_full = len(first.objects) == PAGE_SIZE
                 collections = list(first.objects)
                 start = PAGE_SIZE
-                while start < first.total:
+                while start < min(first.total, MAX_COLLECTIONS_READ) and page_full:
                     if self._out_of_time():
                         return None
                     page = self.client.page(library, "collections", api_key, since, start,
                                             conditional=False)
                     collections += page.objects
+                    page_full = len(page.objects) == PAGE_SIZE
                     start += PAGE_SIZE
                 meta = {"since": since, "target": first.version, "start": 0}
                 with redis_errors():
@@ -413,8 +417,13 @@ class ZoteroConnections:
                                                   json.dumps(records),
                                                   "meta": json.dumps(meta)})
                     pipe.execute()
-                if meta["start"] >= page.total:
-                    break
+                if meta["start"] >= page.total or len(page.objects) < PAGE_SIZE:
+                    break  # the last page (a short one ends it, whatever Total-Results says)
+                if meta["start"] >= MAX_ITEMS_READ:
+                    with redis_errors():
+                        self._redis.delete(stage_key)
+                    raise ZoteroFailed(f"the library has more than {MAX_ITEMS_READ:,} items "
+                                       f"changed at once, more than one sync reads")
             if changed:
                 with redis_errors():
                     self._redis.delete(stage_key)
