@@ -38,7 +38,7 @@ def app(sample_settings: Settings, hashing_embedder: TextEncoder,
         zotero: ZoteroReplay) -> Iterator[wiring.Paperrec]:
     parts = wiring.build(sample_settings.replace(zotero_api_url=zotero.url, zotero_retries=2),
                          embedder=hashing_embedder)
-    parts.zotero.client = ZoteroClient(zotero.url, 2, backoff=0.05)  # short waits on 5xx
+    parts.zotero.backoff_seconds = 0.05  # short waits after a 5xx
     yield parts
     parts.close()
 
@@ -247,19 +247,19 @@ def test_a_sync_killed_half_way_leaves_before_or_after(
         zotero.delete_item(key)
     for number in range(120):  # and more comes
         zotero.add_item(f"Fresh paper {number} on trees")
-    original, calls = app.zotero.client.page, []
+    original, calls = ZoteroClient.page, []
 
-    def killed(*args: Any, **kwargs: Any) -> Any:
+    def killed(client: ZoteroClient, *args: Any, **kwargs: Any) -> Any:
         calls.append(args[1])
         if args[1] == "items" and calls.count("items") == 2:
             raise KeyboardInterrupt  # the process is killed half-way through the pages
-        return original(*args, **kwargs)
+        return original(client, *args, **kwargs)
 
-    monkeypatch.setattr(app.zotero.client, "page", killed)
+    monkeypatch.setattr(ZoteroClient, "page", killed)
     with pytest.raises(KeyboardInterrupt):
         app.zotero.sync(READER, time.time())
     assert likes(app) == before  # nothing half
-    monkeypatch.setattr(app.zotero.client, "page", original)
+    monkeypatch.setattr(ZoteroClient, "page", original)
     summary = app.zotero.sync(READER, time.time())
     assert summary.finished and summary.removed == 50 and summary.added == 120
     assert len(likes(app)) == 150 - 50 + 120
@@ -473,4 +473,38 @@ def test_a_server_lying_about_its_size_is_read_to_its_last_short_page(
         summary = parts.zotero.sync(READER, time.time())
         assert summary.finished and summary.matched == 5
         assert summary.requests == 2  # the collections, one page of items
+        parts.close()
+
+
+class SlowReplay(ZoteroReplay):
+    """A Zotero whose user library answers slowly (its groups at once)."""
+
+    def respond_to(self, path: str, query: dict[str, str], headers: dict[str, str]
+                   ) -> tuple[int, dict[str, str], bytes]:
+        if path.startswith("/users/"):
+            time.sleep(0.4)
+        return super().respond_to(path, query, headers)
+
+
+def test_a_slow_library_stops_at_its_budget_and_the_others_are_synced(
+        sample_settings: Settings, hashing_embedder: TextEncoder,
+        titles: list[tuple[str, str]]) -> None:
+    with SlowReplay() as zotero:
+        big_library(zotero, 250)
+        zotero.add_group("4242")
+        zotero.add_item(titles[0][1], library="group:4242")
+        parts = wiring.build(sample_settings.replace(zotero_api_url=zotero.url),
+                             embedder=hashing_embedder)
+        connect(parts, "slow")
+        parts.zotero.connect("fast", "group", "4242", API_KEY, time.time())
+        first = dict(parts.zotero.sync_all(time.time(), 1.0))
+        assert not first["slow"].finished and first["slow"].error is None
+        assert first["fast"].finished and likes(parts, "fast") == {titles[0][0]}
+        assert likes(parts, "slow") == set()
+        finished = {}
+        for _ in range(5):  # each run continues from what the last one staged
+            finished = dict(parts.zotero.sync_all(time.time(), 1.0))
+            if finished["slow"].finished:
+                break
+        assert finished["slow"].finished and len(likes(parts, "slow")) == 250
         parts.close()

@@ -164,9 +164,11 @@ class ZoteroJobSummary:
 
 @dataclass
 class _Run:
-    """One sync under way: its counts so far."""
+    """One sync under way: its client (the job's, shared by its readers, or its own) and its
+    counts so far."""
 
     started: float
+    client: ZoteroClient
     requests_before: int
     skipped: Counter[str] = field(default_factory=Counter)
 
@@ -181,14 +183,18 @@ class ZoteroConnections:
                        info=b"paperrec zotero api keys").derive(secret)
         self._box = Fernet(base64.urlsafe_b64encode(derived))
         self.api_url, self.retries = api_url, retries
-        self.budget_seconds = budget_seconds
-        self.client = ZoteroClient(api_url, retries, backoff=backoff_seconds)
+        self.budget_seconds, self.backoff_seconds = budget_seconds, backoff_seconds
         self._corpus, self._quota = corpus, quota
         self._embed = embed  # caches the vectors of papers just liked (the next list counts them)
         self._applier = PlanApplier(writes, keys)
 
     def close(self) -> None:
-        self.client.close()
+        """Nothing to close: each sync (or job run) has a client of its own."""
+
+    def new_client(self) -> ZoteroClient:
+        """A client of the configured API: one per sync, or one per job run (a ``Backoff``
+        one library's answer carries then holds back the next library's requests too)."""
+        return ZoteroClient(self.api_url, self.retries, backoff=self.backoff_seconds)
 
     # --- the connection --------------------------------------------------------------------
 
@@ -287,8 +293,12 @@ class ZoteroConnections:
             else:
                 self._redis.hset(self._keys.zotero(user_id), "included",
                                  json.dumps(sorted(set(keys))))
-        self._apply(user_id, Fetched.nothing(), time.time(), _Run(time.monotonic(),
-                                                                  self.client.requests))
+        client = self.new_client()
+        try:
+            self._apply(user_id, Fetched.nothing(), time.time(),
+                        _Run(time.monotonic(), client, 0))
+        finally:
+            client.close()
 
     def export_user(self, user_id: str) -> dict[str, Any]:
         """The reader's part of an export: the connection without its key."""
@@ -297,14 +307,25 @@ class ZoteroConnections:
 
     # --- syncing ---------------------------------------------------------------------------
 
-    def sync(self, user_id: str, now: float, budget_seconds: float | None = None
-             ) -> ZoteroSummary:
+    def sync(self, user_id: str, now: float, budget_seconds: float | None = None, *,
+             client: ZoteroClient | None = None) -> ZoteroSummary:
         """Sync the reader's library within the budget (NotFound when none is connected).
         Never raises for Zotero's failures: the summary's ``error`` says what went wrong
-        (also kept as the connection's error)."""
+        (also kept as the connection's error). ``client``: the job's (else one of its own,
+        so two syncs at once never share one)."""
+        own = client is None
+        client = client or self.new_client()
+        try:
+            return self._sync(user_id, now, budget_seconds, client)
+        finally:
+            if own:
+                client.close()
+
+    def _sync(self, user_id: str, now: float, budget_seconds: float | None,
+              client: ZoteroClient) -> ZoteroSummary:
         found = self._record(user_id)
-        run = _Run(time.monotonic(), self.client.requests)
-        self.client.begin(budget_seconds or self.budget_seconds)
+        run = _Run(time.monotonic(), client, client.requests)
+        client.begin(budget_seconds or self.budget_seconds)
         try:
             api_key = self._box.decrypt(found["key"].encode()).decode()
         except InvalidToken:
@@ -315,7 +336,7 @@ class ZoteroConnections:
         except ZoteroRefused as exc:
             return self._failed(user_id, found, run, now, exc.message)
         except ZoteroFailed as exc:
-            if self._out_of_time():
+            if self._out_of_time(run):
                 return self._summary(run, int(found.get("version") or 0), now, finished=False)
             return self._failed(user_id, found, run, now, exc.message, keep_error=True)
         if fetched is None:  # out of time: what was fetched is staged
@@ -347,6 +368,16 @@ class ZoteroConnections:
         order = list(range(BUCKETS))
         if deadline_seconds is not None:
             random.shuffle(order)
+        client = self.new_client()
+        try:
+            yield from self._sync_buckets(order, now, budget_seconds, deadline_seconds,
+                                          started, client)
+        finally:
+            client.close()
+
+    def _sync_buckets(self, order: list[int], now: float, budget_seconds: float | None,
+                      deadline_seconds: float | None, started: float,
+                      client: ZoteroClient) -> Iterator[tuple[str, ZoteroSummary]]:
         for bucket in order:
             with redis_errors():
                 readers = sorted(cast(set[str], self._redis.smembers(
@@ -356,7 +387,7 @@ class ZoteroConnections:
                         time.monotonic() - started > deadline_seconds:
                     return
                 try:
-                    yield user_id, self.sync(user_id, now, budget_seconds)
+                    yield user_id, self.sync(user_id, now, budget_seconds, client=client)
                 except NotFound:  # disconnected meanwhile
                     continue
                 except Exception as exc:  # noqa: BLE001 (one reader's failure, reported)
@@ -376,7 +407,7 @@ class ZoteroConnections:
                 stage = cast(dict[str, str], self._redis.hgetall(stage_key))
             meta = json.loads(stage["meta"]) if "meta" in stage else None
             if meta is None or meta["since"] != since:
-                first = self.client.page(library, "collections", api_key, since, 0,
+                first = run.client.page(library, "collections", api_key, since, 0,
                                          conditional=since > 0)
                 if not first.modified:
                     return Fetched.nothing(version=since, unchanged=True)
@@ -384,9 +415,9 @@ class ZoteroConnections:
                 collections = list(first.objects)
                 start = PAGE_SIZE
                 while start < min(first.total, MAX_COLLECTIONS_READ) and page_full:
-                    if self._out_of_time():
+                    if self._out_of_time(run):
                         return None
-                    page = self.client.page(library, "collections", api_key, since, start,
+                    page = run.client.page(library, "collections", api_key, since, start,
                                             conditional=False)
                     collections += page.objects
                     page_full = len(page.objects) == PAGE_SIZE
@@ -401,9 +432,9 @@ class ZoteroConnections:
                 stage = {}
             changed = False
             while True:
-                if self._out_of_time():
+                if self._out_of_time(run):
                     return None
-                page = self.client.page(library, "items", api_key, since, meta["start"],
+                page = run.client.page(library, "items", api_key, since, meta["start"],
                                         conditional=False)
                 if page.version != meta["target"]:
                     changed = True
@@ -430,9 +461,9 @@ class ZoteroConnections:
                 continue
             deleted: dict[str, list[str]] = {"items": [], "collections": []}
             if since > 0:
-                if self._out_of_time():
+                if self._out_of_time(run):
                     return None
-                _, deleted = self.client.deleted(library, api_key, since)
+                _, deleted = run.client.deleted(library, api_key, since)
             with redis_errors():
                 stage = cast(dict[str, str], self._redis.hgetall(stage_key))
             return Fetched.from_stage(stage, deleted, meta["target"])
@@ -488,13 +519,14 @@ class ZoteroConnections:
             updated=counts.updated if counts else 0, removed=counts.removed if counts else 0,
             skipped=dict(run.skipped), collections_created=counts.created if counts else 0,
             collections_renamed=counts.renamed if counts else 0, library_version=version,
-            requests=self.client.requests - run.requests_before,
+            requests=run.client.requests - run.requests_before,
             seconds=round(time.monotonic() - run.started, 3), finished=finished, error=error,
             at=now)
 
-    def _out_of_time(self) -> bool:
+    @staticmethod
+    def _out_of_time(run: _Run) -> bool:
         """The budget is spent, or the server asked for a pause past its end."""
-        return self.client.time_left() <= self.client.ready_in()
+        return run.client.time_left() <= run.client.ready_in()
 
     def _record(self, user_id: str) -> dict[str, str]:
         with redis_errors():
