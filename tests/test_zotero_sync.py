@@ -508,3 +508,19 @@ def test_a_slow_library_stops_at_its_budget_and_the_others_are_synced(
                 break
         assert finished["slow"].finished and len(likes(parts, "slow")) == 250
         parts.close()
+
+
+def test_items_past_the_daily_quota_are_added_at_a_later_sync(
+        sample_settings: Settings, hashing_embedder: TextEncoder, zotero: ZoteroReplay) -> None:
+    big_library(zotero, 5)
+    parts = wiring.build(sample_settings.replace(zotero_api_url=zotero.url, uploads_per_day=3),
+                         embedder=hashing_embedder)
+    connect(parts)
+    first = parts.zotero.sync(READER, time.time())
+    assert (first.added, first.skipped) == (3, {"over quota": 2})
+    zotero.add_item(item_type="note")  # the library changes: the next sync applies
+    tomorrow = time.time() + 86_400
+    later = parts.zotero.sync(READER, tomorrow)
+    assert later.added == 2 and later.skipped == {"note": 1} and later.updated == 0, later
+    assert len(likes(parts)) == 5
+    parts.close()

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recommender.core.errors import InvalidInput
+from recommender.corpus.library import MAX_AUTHOR, MAX_AUTHORS, LibraryEntry
 from recommender.corpus.store import CorpusStore
-from recommender.corpus.zotero_api import item_entry
+from recommender.corpus.zotero_api import MAX_FIELD, item_entry
 from recommender.feedback.collections import MAX_COLLECTIONS, MAX_NAME_LENGTH, collection_name
 from recommender.feedback.library import resolve_entries
 from recommender.feedback.upload_quota import UploadQuota
@@ -86,19 +87,57 @@ def stage_records(objects: list[Any], user_id: str, *, corpus: CorpusStore,
             records.append([key, "", entry, 0])
             continue
         entry.label = key
-        entries.append((entry, _collection_keys(data.get("collections"))))
-    resolved = resolve_entries([e for e, _ in entries], user_id, corpus=corpus,
+        entries.append((entry, _collection_keys(data.get("collections")), _kept(data)))
+    return records + _resolved(entries, user_id, corpus=corpus, quota=quota, now=now)
+
+
+def _resolved(entries: list[tuple[LibraryEntry, list[str], dict[str, Any]]], user_id: str, *,
+              corpus: CorpusStore, quota: UploadQuota, now: float) -> list[list[Any]]:
+    """Staged records of these entries, matched or added (those past the reader's daily
+    quota keep their item's fields, to be tried again at a later sync)."""
+    resolved = resolve_entries([e for e, _, _ in entries], user_id, corpus=corpus,
                                quota=quota, now=now)
     paper_of = {id(entry): paper_id for entry, paper_id in resolved.found}
-    for entry, collections in entries:
+    records: list[list[Any]] = []
+    for entry, collections, kept in entries:
         paper_id = paper_of.get(id(entry))
         if paper_id is None:
             records.append([entry.label, json.dumps({"p": None, "c": collections,
-                                                     "s": "over quota"}), "over quota", 0])
+                                                     "s": "over quota", "e": kept}),
+                            "over quota", 0])
             continue
         records.append([entry.label, json.dumps({"p": paper_id, "c": collections}), "",
                         1 if paper_id in resolved.added else 0])
     return records
+
+
+def _kept(data: dict[str, Any]) -> dict[str, Any]:
+    """The fields of an item a paper is made from (an item past the quota keeps them)."""
+    kept: dict[str, Any] = {name: data[name][:MAX_FIELD] for name in (
+        "itemType", "title", "abstractNote", "DOI", "url", "date", "extra", "archiveID", "key")
+        if isinstance(data.get(name), str)}
+    creators = data.get("creators")
+    if isinstance(creators, list):
+        kept["creators"] = [{part: str(c[part])[:MAX_AUTHOR] for part in
+                             ("name", "firstName", "lastName") if isinstance(c.get(part), str)}
+                            for c in creators[:MAX_AUTHORS] if isinstance(c, dict)]
+    return kept
+
+
+def retry_over_quota(items: dict[str, str], changed: set[str], user_id: str, *,
+                     corpus: CorpusStore, quota: UploadQuota, now: float) -> list[list[Any]]:
+    """The mirror's items that were past the reader's quota (and are not among this sync's
+    changes), tried again: staged records as a page's."""
+    entries = []
+    for key, value in items.items():
+        rec = json.loads(value)
+        if key in changed or rec.get("s") != "over quota" or not isinstance(rec.get("e"), dict):
+            continue
+        entry = item_entry(rec["e"], 0)
+        if isinstance(entry, LibraryEntry):
+            entry.label = key
+            entries.append((entry, list(rec.get("c") or []), rec["e"]))
+    return _resolved(entries, user_id, corpus=corpus, quota=quota, now=now) if entries else []
 
 
 def collection_paths(colls: dict[str, dict[str, Any]]) -> dict[str, str]:
@@ -125,12 +164,18 @@ def make_plan(fetched: Fetched, record: dict[str, str], items: dict[str, str],
                     f"like:{now:.3f}", max_collections=MAX_COLLECTIONS)
     mirror = {key: json.loads(value) for key, value in items.items()}
     old_keys, changed, uploaded = set(mirror), set(), set()
-    for key, rec, reason, new in fetched.records:
+    records = list(fetched.records)
+    if fetched.version is not None:  # a sync (not a re-plan): the quota's leftovers again
+        fetched_keys = {record[0] for record in records} | set(fetched.deleted_items)
+        retried = retry_over_quota(items, fetched_keys, user_id, corpus=corpus, quota=quota,
+                                   now=now)
+        records += [[key, rec, reason, new, "retried"] for key, rec, reason, new in retried]
+    for key, rec, reason, new, *retried_mark in records:
         changed.add(key)
         if reason:
             counts.skipped[reason] += 1
         if rec:
-            if key in old_keys:
+            if key in old_keys and not retried_mark:
                 counts.updated += 1
             mirror[key] = json.loads(rec)
             if new:
