@@ -524,3 +524,24 @@ def test_items_past_the_daily_quota_are_added_at_a_later_sync(
     assert later.added == 2 and later.skipped == {"note": 1} and later.updated == 0, later
     assert len(likes(parts)) == 5
     parts.close()
+
+
+def test_a_readers_collection_of_that_name_is_joined_and_kept_and_clashing_names_differ(
+        app: wiring.Paperrec, zotero: ZoteroReplay, titles: list[tuple[str, str]]) -> None:
+    mine = app.collections.create(READER, "Methods", time.time())
+    app.collections.put(READER, mine.id, titles[9][0], time.time())
+    methods = zotero.add_collection("Methods")
+    other = zotero.add_collection("methods")
+    zotero.add_item(titles[0][1], collections=[methods])
+    zotero.add_item(titles[1][1], collections=[other])
+    connect(app)
+    summary = app.zotero.sync(READER, time.time())
+    assert summary.collections_created == 1
+    found = collections(app)
+    assert found["Methods"] == {titles[9][0], titles[0][0]}  # the reader's, joined
+    assert found["methods (2)"] == {titles[1][0]}
+    assert app.collections.get(READER, mine.id).name == "Methods"
+    zotero.delete_collection(methods)
+    zotero.delete_collection(other)
+    app.zotero.sync(READER, time.time())
+    assert collections(app) == {"Methods": {titles[9][0]}}  # the reader's stays, Zotero's go

@@ -209,7 +209,10 @@ def make_plan(fetched: Fetched, record: dict[str, str], items: dict[str, str],
     included = set(json.loads(included_raw)) if included_raw else None
     mapped = _plan_collections(plan, counts, old_colls, colls, included, mine_raw, now)
     plan.colls = {zkey: json.dumps(value) for zkey, value in colls.items()}
-    plan.mapped = sorted(set(mapped.values()))
+    # Zotero's papers follow Zotero in the collections mapped now and in those mapped before
+    # (a reader's collection Zotero joined, now deleted or excluded there, loses them).
+    plan.mapped = sorted(set(mapped.values()) | {v["id"] for v in old_colls.values()
+                                                 if v.get("id")})
 
     def wanted(rec: dict[str, Any]) -> bool:
         return bool(rec.get("p")) and (included is None or bool(set(rec["c"]) & included))
