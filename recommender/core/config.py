@@ -255,8 +255,8 @@ class Settings(BaseSettings):
 
     jobs_interval_seconds: float = Field(
         3600, gt=0, allow_inf_nan=False, validation_alias="PAPERREC_JOBS_INTERVAL_SECONDS",
-        description="pause between two rounds of paperrec jobs (fetch, rebuild, train, "
-                    "digests)")
+        description="pause between two rounds of paperrec jobs (fetch, Zotero sync, rebuild, "
+                    "train, digests)")
     arxiv_categories: str = Field(
         "", validation_alias="PAPERREC_ARXIV_CATEGORIES",
         description="comma-separated arXiv categories paperrec fetch arxiv harvests when no "
