@@ -217,7 +217,7 @@ class ZoteroConnections:
                     f"it read access to that library" + (
                         f" (the key is user {access.user_id}'s: for your own library, "
                         f"library_id is {access.user_id})" if library_type == "user" else ""))
-            # the library is there (a group's id may be wrong): one small conditional read
+            # the library is there (a group's id may be wrong): one read of its collections
             checker.page(library_path(library_type, library_id), "collections", api_key,
                          0, 0, conditional=False)
         finally:
