@@ -28,10 +28,14 @@ from redis.crc import key_slot
 from recommender import wiring
 from recommender.core.config import Settings
 from recommender.core.errors import InvalidInput, StoreUnavailable
+from recommender.embedding.encoders import TextEncoder
 from recommender.storage.redis_client import connect
 from recommender.storage.redis_keys import BUCKETS, RedisKeys
 from replay.server import free_port
 from replay.web_steps import post_form, sign_in
+from replay.zotero import API_KEY as ZOTERO_KEY
+from replay.zotero import USER_ID as ZOTERO_USER
+from replay.zotero import ZoteroReplay
 from tests.servers import redis_server_binary
 
 SLOTS = 16384
@@ -203,6 +207,28 @@ def test_sign_in_and_erasure_on_a_cluster(
                    if ":user:" in key)
     assert not any(client.sismember(keys.subscribers(b), "ada@example.org")
                    for b in range(BUCKETS))
+
+
+def test_a_zotero_library_syncs_on_a_cluster(
+    cluster: Cluster, sample_settings: Settings, hashing_embedder: TextEncoder,
+) -> None:
+    """The connection (a transaction), the sync's stage and its one apply script, and the
+    disconnection: every key of a reader's in their slot, with the bucket's readers set."""
+    with ZoteroReplay() as zotero:
+        top = zotero.add_collection("Top")
+        zotero.add_item("A Paper Nobody Has Seen", DOI="10.1000/cluster", collections=[top])
+        settings = sample_settings.replace(redis_url=cluster.url, zotero_api_url=zotero.url)
+        app = wiring.build(settings, embedder=hashing_embedder)
+        app.zotero.connect("ada", "user", ZOTERO_USER, ZOTERO_KEY, time.time())
+        summary = app.zotero.sync("ada", time.time())
+        assert (summary.added, summary.collections_created, summary.error) == (1, 1, None)
+        assert [f.paper_id for f in app.feedback.get("ada")] == ["doi:10.1000/cluster"]
+        assert [c.name for c in app.collections.all("ada")] == ["Top"]
+        assert dict(app.zotero.sync_all(time.time(), 10))["ada"].requests == 1  # a 304
+        app.user_data.erase("ada")
+        assert not app.zotero.state("ada").connected
+        assert dict(app.zotero.sync_all(time.time(), 10)) == {}
+        app.close()
 
 
 def test_api_keys_are_rate_limited_on_a_cluster(

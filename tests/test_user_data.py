@@ -32,7 +32,8 @@ def test_export_holds_everything_and_erase_removes_it(
     assert client.delete("/v1/users/ada").status_code == 204
     assert client.get("/v1/users/ada/export").json == {
         "user_id": "ada", "feedback": [], "served": [], "set_aside": [], "subscription": None,
-        "digests": [], "rules": [], "collections": [], "feed": None, "uploads": []}
+        "digests": [], "rules": [], "collections": [], "feed": None, "uploads": [],
+        "zotero": None}
     feedback = app.extensions["paperrec"].feedback
     assert feedback.like_counts() == {fed[0]: 1}  # bob's like stays, ada's is gone
     assert "ada" not in set(feedback.users())

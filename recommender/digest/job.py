@@ -37,6 +37,7 @@ from recommender.digest.mailer import Mailer
 from recommender.digest.subscriptions import Frequency, Subscription, SubscriptionStore
 from recommender.feedback.collections import CollectionStore
 from recommender.feedback.store import FeedbackStore
+from recommender.feedback.zotero import ZoteroConnections
 from recommender.ranking.explain import Recommendation
 from recommender.ranking.item_view import item_view
 from recommender.ranking.recommender import Recommender
@@ -87,6 +88,16 @@ class DigestJob:
     mail_from: str
     # The readers' collections: each collection with papers to show gets a section.
     collections: CollectionStore | None = None
+    # The readers' Zotero connections: a sync that failed (a revoked key, a library gone) is
+    # said in the footer, so the reader fixes it.
+    zotero: ZoteroConnections | None = None
+
+    def _zotero_notice(self, user_id: str) -> str | None:
+        if self.zotero is None:
+            return None
+        error = self.zotero.state(user_id).error
+        return (f"Your Zotero library could not be synced: {error} (the Library page shows "
+                f"it)." if error else None)
 
     def run(self, mailer: Mailer, now: float, only_user: str | None = None,
             progress: bool = True) -> DigestSummary:
@@ -157,7 +168,8 @@ class DigestJob:
         content = DigestContent(sub.user_id, items, unsubscribe, sub.frequency,
                                 reading.personalized, label,
                                 tuple(DigestSection(name, [digest_item(i) for i in found])
-                                      for name, found in sections))
+                                      for name, found in sections),
+                                self._zotero_notice(sub.user_id))
         # Fixed per user and period (user ids may hold "@", so they are hashed).
         user_hash = hashlib.sha256(sub.user_id.encode()).hexdigest()[:16]
         message_id = f"<digest.{user_hash}.{period}@paperrec>"
