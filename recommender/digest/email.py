@@ -59,6 +59,7 @@ class DigestContent:
     personalized: bool  # false: tell the reader the list will improve as they react
     period_label: str  # e.g. "week of 2026-11-30" or "2026-11-30"
     sections: tuple[DigestSection, ...] = ()  # one per collection with papers to show
+    notices: tuple[str, ...] = ()  # problems the reader should fix, in the footer (plain text)
 
 
 def render_digest(content: DigestContent, sender: str, recipient: str, message_id: str,

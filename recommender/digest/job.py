@@ -22,6 +22,7 @@ import hashlib
 import logging
 import smtplib
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from redis.exceptions import LockError
@@ -87,6 +88,8 @@ class DigestJob:
     mail_from: str
     # The readers' collections: each collection with papers to show gets a section.
     collections: CollectionStore | None = None
+    # What a reader should fix (a Zotero library that no longer syncs), for the footer.
+    notices: Callable[[str], list[str]] | None = None
 
     def run(self, mailer: Mailer, now: float, only_user: str | None = None,
             progress: bool = True) -> DigestSummary:
@@ -157,7 +160,8 @@ class DigestJob:
         content = DigestContent(sub.user_id, items, unsubscribe, sub.frequency,
                                 reading.personalized, label,
                                 tuple(DigestSection(name, [digest_item(i) for i in found])
-                                      for name, found in sections))
+                                      for name, found in sections),
+                                tuple(self.notices(sub.user_id)) if self.notices else ())
         # Fixed per user and period (user ids may hold "@", so they are hashed).
         user_hash = hashlib.sha256(sub.user_id.encode()).hexdigest()[:16]
         message_id = f"<digest.{user_hash}.{period}@paperrec>"
