@@ -52,6 +52,7 @@ from recommender.feedback.rules import RuleStore
 from recommender.feedback.store import FeedbackStore
 from recommender.feedback.upload_quota import UploadQuota
 from recommender.feedback.user_data import UserData
+from recommender.feedback.zotero import ZoteroConnections, ZoteroJobSummary
 from recommender.index.store import IndexStore, LiveIndex
 from recommender.ranking.collaborative import CollaborativeModel
 from recommender.ranking.recommender import Recommender
@@ -162,8 +163,20 @@ class Paperrec:
     def user_data(self) -> UserData:
         return UserData(self.feedback,
                         [self.subscriptions, self.rules, self.collections, self.feed_tokens,
-                         self.corpus],
+                         self.corpus, self.zotero],
                         forget=[self.corpus.forget_uploader])
+
+    @cached_property
+    def zotero(self) -> ZoteroConnections:
+        """The readers' connected Zotero libraries, synced as likes and collections
+        (keys encrypted with a key derived from the deployment's secret)."""
+        s = self.settings
+        return ZoteroConnections(self.redis, self.keys, self.writes, self.secret,
+                                 s.zotero_api_url, s.zotero_retries, corpus=self.corpus,
+                                 quota=self.upload_quota,
+                                 embed=lambda ids: library.embed_papers(
+                                     self.corpus, ids, self.embedder, self.embedding_cache),
+                                 budget_seconds=s.zotero_budget_seconds)
 
     @cached_property
     def secret(self) -> bytes:
@@ -222,7 +235,7 @@ class Paperrec:
 
     def close(self) -> None:
         """Close what was opened (the parts never used were never made)."""
-        for name in ("arxiv", "openreview", "corpus", "embedding_cache"):
+        for name in ("arxiv", "openreview", "zotero", "corpus", "embedding_cache"):
             part = self.__dict__.pop(name, None)
             if part is not None:
                 part.close()
@@ -279,6 +292,14 @@ class Paperrec:
                                       embedding_cache=self.embedding_cache, now=now,
                                       collection=collection)
 
+    def sync_zotero(self, now: float, *, deadline: float | None = None) -> ZoteroJobSummary:
+        """Sync every connected Zotero library (each within PAPERREC_ZOTERO_BUDGET_SECONDS),
+        starting none after ``deadline`` seconds; one reader's failure is theirs alone."""
+        summary = ZoteroJobSummary()
+        for _, synced in self.zotero.sync_all(now, deadline_seconds=deadline):
+            summary.count(synced)
+        return summary
+
     def send_digests(self, now: float, *, only_user: str | None = None,
                      dry_run: Path | None = None, progress: bool = True) -> DigestSummary:
         """Send every due digest; ``dry_run``: write them as .eml files into that folder."""
@@ -300,7 +321,8 @@ class Paperrec:
 
     def scheduled_round(self, now: float, on_rejection: OnRejection) -> list[StepOutcome]:
         """One round of the scheduled jobs (`paperrec jobs`): harvest the arXiv categories
-        of PAPERREC_ARXIV_CATEGORIES (if any), publish an index version if anything is new,
+        of PAPERREC_ARXIV_CATEGORIES (if any), sync the readers' Zotero libraries (if any are
+        connected; none started after one interval), publish an index version if anything is new,
         retrain if the likes changed, send the digests that are due (if SMTP_URL is set).
         A failed step is reported and the next ones still run: a failed fetch never stops
         the digests of what is there, and a fetch that hangs or crawls stops after one
@@ -313,6 +335,8 @@ class Paperrec:
                 categories, on_rejection, progress=False, deadline=min(
                     DEADLINE_SECONDS, s.jobs_interval_seconds)))
              if categories else None, "PAPERREC_ARXIV_CATEGORIES is empty"),
+            ("sync zotero", (lambda: self.sync_zotero(now, deadline=s.jobs_interval_seconds))
+             if self._zotero_connected() else None, "no Zotero library is connected"),
             ("rebuild-index", lambda: self.rebuild_index(if_changed=True, progress=False), ""),
             ("train", lambda: self.train(if_changed=True, progress=False), ""),
             ("digest", (lambda: self.send_digests(now, progress=False)) if s.smtp_url else None,
@@ -329,6 +353,14 @@ class Paperrec:
                 message = exc.message if isinstance(exc, PaperrecError) else repr(exc)
                 outcomes.append(StepOutcome(name, "failed", message))
         return outcomes
+
+    def _zotero_connected(self) -> bool:
+        """Whether any reader has a Zotero library connected (True when that cannot be told:
+        the step then runs and reports why it failed)."""
+        try:
+            return self.zotero.connected() > 0
+        except PaperrecError:
+            return True
 
     def stats(self) -> dict[str, Any]:
         """What the corpus, the index, the collaborative model and Redis hold (`paperrec

@@ -1,16 +1,20 @@
 """What every replay server is: a threaded HTTP server on a free loopback port, started and
 stopped as a context manager, that remembers each request's query and can fail on purpose.
 
-A subclass answers ``GET`` requests in ``respond(path, query)``. Before it is asked,
-``faults[n]`` answers request number n (1-based) with that status and headers, and
-``fail_from = n`` answers every request from the n-th on with a 500 (a server that died);
-the subclass says what such an answer's body is (``fault_body``).
+A subclass answers ``GET`` requests in ``respond(path, query)`` (or, when it reads the
+request's headers, ``respond_to(path, query, headers)``). Before it is asked,
+``faults[n]`` answers request number n (1-based) with that status and headers (and body,
+when the tuple has a third item: a hostile answer), and ``fail_from = n`` answers every
+request from the n-th on with a 500 (a server that died); the subclass says what such an
+answer's body is (``fault_body``). ``paths`` and ``headers`` remember each request's path
+and headers, ``times`` when it came, beside ``requests``, its query.
 """
 
 from __future__ import annotations
 
 import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Self
 from urllib.parse import parse_qs, urlsplit
@@ -28,7 +32,10 @@ class ReplayServer:
 
     def __init__(self, path: str = "", port: int = 0) -> None:
         self.requests: list[dict[str, str]] = []
-        self.faults: dict[int, tuple[int, dict[str, str]]] = {}
+        self.paths: list[str] = []
+        self.headers: list[dict[str, str]] = []
+        self.times: list[float] = []  # time.monotonic() of each request
+        self.faults: dict[int, tuple[int, dict[str, str]] | tuple[int, dict[str, str], bytes]] = {}
         self.fail_from: int | None = None
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}{path}"
@@ -47,15 +54,24 @@ class ReplayServer:
         """Serve until the process is interrupted."""
         self._thread.join()
 
-    def answer(self, path: str, query: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
-        """Remember the request; a planned fault, else ``respond``'s answer."""
+    def answer(self, path: str, query: dict[str, str], headers: dict[str, str] | None = None
+               ) -> tuple[int, dict[str, str], bytes]:
+        """Remember the request; a planned fault, else ``respond_to``'s answer."""
         self.requests.append(query)
+        self.paths.append(path)
+        self.headers.append(headers or {})
+        self.times.append(time.monotonic())
         number = len(self.requests)
         if number in self.faults:
-            status, headers = self.faults[number]
-            return status, headers, self.fault_body(status, "unavailable")
+            fault = self.faults[number]
+            body = fault[2] if len(fault) == 3 else self.fault_body(fault[0], "unavailable")
+            return fault[0], fault[1], body
         if self.fail_from is not None and number >= self.fail_from:
             return 500, {}, self.fault_body(500, "the server died")
+        return self.respond_to(path, query, headers or {})
+
+    def respond_to(self, path: str, query: dict[str, str], headers: dict[str, str]
+                   ) -> tuple[int, dict[str, str], bytes]:
         return self.respond(path, query)
 
     def respond(self, path: str, query: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
@@ -75,7 +91,8 @@ class ReplayServer:
                 parts = urlsplit(self.path)
                 query = {key: values[-1] for key, values in
                          parse_qs(parts.query, keep_blank_values=True).items()}
-                status, headers, data = replay.answer(parts.path, query)
+                given = {name.lower(): value for name, value in self.headers.items()}
+                status, headers, data = replay.answer(parts.path, query, given)
                 self.send_response(status)
                 self.send_header("Content-Type", replay.content_type(status))
                 self.send_header("Content-Length", str(len(data)))

@@ -29,6 +29,7 @@ from .api import (
     papers,
     review,
     rules,
+    zotero,
 )
 from .api.document import docs, document
 from .api.validation import refuse
@@ -60,7 +61,8 @@ def create_app(settings: Settings | None = None, parts: Paperrec | None = None) 
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n)  # type: ignore[method-assign]
     # The API, one blueprint per area (service/api); each area's line here.
     api = [health.api, papers.api, feedback.api, library.api, rules.api, lists.api,
-           collections.api, digests.api, links.api, feeds.api, account.api, review.api]
+           collections.api, zotero.api, digests.api, links.api, feeds.api, account.api,
+           review.api]
     for area in api:
         app.register_api(area)
     app.register_blueprint(docs)

@@ -20,7 +20,8 @@ log = logging.getLogger(__name__)
 ERROR_STATUSES = {
     400: "Bad input; the message says what is wrong.",
     401: "No API key, or not a valid one.",
-    403: "This needs an admin API key (for an email link: the link is not valid).",
+    403: "This needs an admin API key (for an email link: the link is not valid; for a Zotero "
+         "key, `zotero_refused`: Zotero refused it, the message says why).",
     404: "Not found; the message says what.",
     409: "It clashes with what is stored (a name already taken); the message says what.",
     410: "The link has expired.",
@@ -29,6 +30,8 @@ ERROR_STATUSES = {
     415: "A content type this call does not read; the message lists those it does.",
     429: "Too many requests for this API key (setting a subscription: too many confirmation "
          "emails); retry after `Retry-After` seconds.",
+    502: "An outside service (Zotero) could not be reached, or did not answer as it should; "
+         "the message says what. Try again later.",
     503: "The index or Redis is unavailable, or the service is busy; retry after "
          "`Retry-After` seconds.",
 }

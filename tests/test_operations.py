@@ -156,13 +156,14 @@ def test_a_round_reports_every_step_and_goes_on_after_a_failed_one(
     code, out, _ = run(capsys, "jobs", "--once")
     assert code == 1  # the rebuild failed: the corpus is empty
     lines = out.splitlines()
-    assert lines[:2] == [
+    assert lines[:3] == [
         "jobs: fetch arxiv: skipped (PAPERREC_ARXIV_CATEGORIES is empty)",
+        "jobs: sync zotero: skipped (no Zotero library is connected)",
         f"jobs: rebuild-index: failed (the corpus in {settings.corpus_path} is empty: ingest "
         "papers first, e.g. `paperrec ingest --sample` or `paperrec ingest papers.jsonl`)"]
-    assert lines[2].startswith("jobs: train: done (nothing new: collaborative model version "
+    assert lines[3].startswith("jobs: train: done (nothing new: collaborative model version "
                                "(none) was trained on these 0 likes")
-    assert lines[3:] == ["jobs: digest: skipped (SMTP_URL is empty)"]
+    assert lines[4:] == ["jobs: digest: skipped (SMTP_URL is empty)"]
 
 
 def test_one_jobs_at_a_time_and_sigterm_stops_it(
@@ -180,7 +181,7 @@ def test_one_jobs_at_a_time_and_sigterm_stops_it(
         assert second.poll() is None  # still waiting: it has run nothing
     first_line = second.stdout.readline()  # the lock is free: its first round runs
     assert first_line.startswith("jobs: fetch arxiv: skipped")
-    for _ in range(3):
+    for _ in range(4):
         second.stdout.readline()
     second.send_signal(signal.SIGTERM)
     assert second.wait(timeout=30) == 0

@@ -68,6 +68,8 @@ def test_every_setting_is_read_from_its_variable(environment: pytest.MonkeyPatch
         "PAPERREC_EMBED_PROCESSES": "3", "PAPERREC_JOBS_INTERVAL_SECONDS": "60",
         "PAPERREC_TRUSTED_PROXIES": "1", "PAPERREC_UPLOADS_PER_DAY": "5",
         "PAPERREC_ADMIN_EMAILS": "ops@example.org",
+        "PAPERREC_ZOTERO_API_URL": "http://127.0.0.1:2/", "PAPERREC_ZOTERO_BUDGET_SECONDS": "5",
+        "PAPERREC_ZOTERO_RETRIES": "0",
     }
     assert set(given) == set(VARIABLES.values())
     for variable, value in given.items():
@@ -87,7 +89,8 @@ def test_every_setting_is_read_from_its_variable(environment: pytest.MonkeyPatch
         embed_cluster_timeout=3, embed_shard_size=100, served_history_max=50,
         redis_wait_replicas=2, redis_wait_ms=250,
         embed_processes=3, jobs_interval_seconds=60, trusted_proxies=1, uploads_per_day=5,
-        admin_emails="ops@example.org")
+        admin_emails="ops@example.org", zotero_api_url="http://127.0.0.1:2",
+        zotero_budget_seconds=5, zotero_retries=0)
     assert settings.public_url == "https://papers.example.org"  # no trailing /
     assert settings.corpus_path == tmp_path / "corpus.sqlite"
 
@@ -146,6 +149,8 @@ BAD_VALUES = [
     ("PAPERREC_ARXIV_RETRIES", "-1", "greater than or equal to 0"),
     ("PAPERREC_OPENREVIEW_URL", "api2.openreview.net", "http:// or https://"),
     ("PAPERREC_OPENREVIEW_DELAY_SECONDS", "-1", "greater than or equal to 0"),
+    ("PAPERREC_ZOTERO_API_URL", "file:///etc/passwd", "http:// or https://"),
+    ("PAPERREC_ZOTERO_BUDGET_SECONDS", "0", "greater than 0"),
     ("PAPERREC_EMBED_CLUSTER", "scheduler:8786", "such as tcp://scheduler:8786"),
     ("PAPERREC_EMBED_CLUSTER_TIMEOUT", "0", "greater than 0"),
     ("PAPERREC_EMBED_SHARD_SIZE", "0", "greater than or equal to 1"),

@@ -40,6 +40,7 @@ RATE_WINDOWS = {"second": 1, "minute": 60, "hour": 3600}
 ARXIV_OAI_URL = "https://oaipmh.arxiv.org/oai"
 ARXIV_DELAY_SECONDS = 3.0  # arXiv asks harvesters to pause a few seconds between requests
 OPENREVIEW_URL = "https://api2.openreview.net"
+ZOTERO_API_URL = "https://api.zotero.org"
 OPENREVIEW_DELAY_SECONDS = 1.0  # a page is up to 1000 papers: a venue is a handful of requests
 # Papers remembered as served per user: the one per-user Redis key that grows with use.
 # benchmarks/README.md, "Redis memory per user", measures it and says why this keeps a
@@ -282,6 +283,18 @@ class Settings(BaseSettings):
         5, ge=0, validation_alias="PAPERREC_OPENREVIEW_RETRIES",
         description="retries of one OpenReview request after a network error, a 5xx or a 429 "
                     "(Retry-After, else exponential backoff), before the fetch stops")
+    zotero_api_url: Annotated[str, AfterValidator(check_public_url)] = Field(
+        ZOTERO_API_URL, validation_alias="PAPERREC_ZOTERO_API_URL",
+        description="the Zotero Web API (v3) the readers' libraries are synced from "
+                    "(a local server for tests and air-gapped deployments)")
+    zotero_budget_seconds: float = Field(
+        60.0, gt=0, allow_inf_nan=False, validation_alias="PAPERREC_ZOTERO_BUDGET_SECONDS",
+        description="time one reader's Zotero sync may take (waits and retries included); "
+                    "past it the sync stops, keeps what it fetched and finishes next run")
+    zotero_retries: int = Field(
+        3, ge=0, validation_alias="PAPERREC_ZOTERO_RETRIES",
+        description="retries of one Zotero request after a network error, a 5xx or a 429 "
+                    "(Retry-After and Backoff honoured, else exponential backoff)")
 
     def __init__(self, **values: Any) -> None:
         try:

@@ -71,6 +71,7 @@ _ALSO: dict[str, LibraryFormat] = {"text/x-bibtex": "bibtex", "application/x-bib
                                    "application/citeproc+json": "csl-json"}
 _ARXIV_IN_TEXT = re.compile(r"arxiv[:\s]*(\d{4}\.\d{4,5}(?:v\d+)?|[a-z-]+(?:\.[a-z]{2})?/\d{7})",
                             re.I)
+ARXIV_IN_TEXT = _ARXIV_IN_TEXT  # "arXiv:2101.00001" in a note or an "extra" field
 _ARXIV_DOI = re.compile(r"^10\.48550/arxiv\.(.+)$", re.I)
 _YEAR = re.compile(r"\b(1[5-9]\d\d|2\d\d\d)\b")
 # Where bibtexparser may start a block (an entry, @string, @comment, @preamble): counted before

@@ -17,6 +17,11 @@ Bounded, whatever the server does: an answer is read as it arrives and refused p
 and the whole harvest stops at its ``deadline`` (HarvestFailed: what was stored is kept and
 the next run continues from there), so the scheduled jobs behind it are not held up.
 
+A ``Backoff`` header (Zotero's: "wait this many seconds before your next request") on any
+answer holds the next request back that long (at most ``MAX_WAIT_SECONDS``). ``fetch`` is
+``get`` for callers that read the answer's headers or accept other statuses (a 304 to a
+conditional request, a 403 for a revoked key), with headers of their own (a key).
+
 Why not urllib3's ``Retry`` mounted on the session (``HTTPAdapter(max_retries=...)``): it
 retries inside one ``session.get``, below the politeness delay, and its first retry is
 immediate (urllib3 2.8's ``get_backoff_time`` is 0 after one error), so a server that has just
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import requests
 from tenacity import (
@@ -54,6 +60,13 @@ class HarvestFailed(PaperrecError):
 
     code = "harvest_failed"
     status = 502
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    headers: Mapping[str, str]  # requests' case-insensitive headers
+    body: bytes
 
 
 class _Failed(Exception):
@@ -85,6 +98,7 @@ class PoliteClient:
         self._session = requests.Session()
         self._session.headers["User-Agent"] = self.user_agent
         self._last_request = -float("inf")
+        self._not_before = -float("inf")  # a Backoff header's end
         self.requests = 0
 
     def close(self) -> None:
@@ -99,31 +113,44 @@ class PoliteClient:
 
     def get(self, url: str, params: Mapping[str, str]) -> bytes:
         """The body of a 200 answer to GET ``url?params``; HarvestFailed after the retries."""
+        return self.fetch(url, params).body
+
+    def fetch(self, url: str, params: Mapping[str, str], headers: Mapping[str, str] | None = None,
+              accept: tuple[int, ...] = (200,)) -> Answer:
+        """The answer to GET ``url?params`` with these headers once its status is one of
+        ``accept`` (its body read only for a 200); HarvestFailed after the retries."""
         before = self.requests
         if self._started is None:
             self._started = time.monotonic()
         retrying = Retrying(stop=stop_after_attempt(self.retries + 1), wait=self._wait,
                             retry=retry_if_exception_type(_Retryable), reraise=True)
         try:
-            return retrying(self._attempt, url, params)
+            return retrying(self._attempt, url, params, headers or {}, accept)
         except _Failed as exc:
             raise HarvestFailed(
                 f"{url} did not answer {shown(params)} after {self.requests - before} "
                 f"attempts ({exc}); everything harvested before is stored, so run the same "
                 f"command again later to continue from there") from None
 
-    def _attempt(self, url: str, params: Mapping[str, str]) -> bytes:
-        time.sleep(max(0.0, self._last_request + self.delay - time.monotonic()))
+    def _attempt(self, url: str, params: Mapping[str, str], headers: Mapping[str, str],
+                 accept: tuple[int, ...]) -> Answer:
+        ready = max(self._last_request + self.delay, self._not_before)
+        if ready - time.monotonic() > self._left():
+            raise _Failed(f"the server asked for a pause past the harvest's deadline of "
+                          f"{self.deadline:g} s")
+        time.sleep(max(0.0, ready - time.monotonic()))
         if self._left() <= 0:
             raise _Failed(f"the harvest's deadline of {self.deadline:g} s has passed")
         self._last_request = time.monotonic()
         self.requests += 1
         try:
-            with self._session.get(url, params=dict(params), timeout=TIMEOUT_SECONDS,
-                                   stream=True) as response:
+            with self._session.get(url, params=dict(params), headers=dict(headers),
+                                   timeout=TIMEOUT_SECONDS, stream=True) as response:
                 status = response.status_code
-                if status == 200:
-                    return self._body(response)
+                self._back_off(response.headers.get("Backoff"))
+                if status in accept:
+                    body = self._body(response) if status == 200 else b""
+                    return Answer(status, response.headers, body)
         except requests.RequestException as exc:
             raise _Retryable(f"{type(exc).__name__}: {exc}"[:300]) from None
         problem = f"HTTP {status} {response.reason}"
@@ -145,6 +172,17 @@ class PoliteClient:
                 raise _Retryable(f"the answer took more than {self.request_seconds:g} s "
                                  f"to arrive")
         return bytes(body)
+
+    def ready_in(self) -> float:
+        """Seconds before the next request may be sent (the delay, a Backoff header)."""
+        return max(0.0, max(self._last_request + self.delay, self._not_before)
+                   - time.monotonic())
+
+    def _back_off(self, header: str | None) -> None:
+        """Hold the next request back as a ``Backoff: <seconds>`` header asks."""
+        if header and header.strip().isdigit():
+            seconds = min(float(header.strip()), MAX_WAIT_SECONDS)
+            self._not_before = max(self._not_before, time.monotonic() + seconds)
 
     def _left(self) -> float:
         """Seconds left before the harvest's deadline."""

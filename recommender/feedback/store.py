@@ -86,10 +86,11 @@ if ARGV[2] ~= '' and #ARGV > 4 then redis.call('SADD', KEYS[3], ARGV[1]) end
 return {had, ''}
 """
 
-# KEYS: RedisKeys.user_write_keys (the user's keys, then the bucket's like counts, users and
-# subscribers).  ARGV: user.  Takes the user's likes off the counts and deletes the rest.
+# KEYS: RedisKeys.user_write_keys (the user's keys, then the bucket's like counts, users,
+# subscribers and Zotero readers).  ARGV: user.  Takes the user's likes off the counts and
+# deletes the rest.
 _ERASE_USER = """
-local own = #KEYS - 3
+local own = #KEYS - 4
 local feedback = redis.call('HGETALL', KEYS[1])
 for i = 1, #feedback, 2 do
   if string.sub(feedback[i + 1], 1, 5) == 'like:' then
@@ -101,6 +102,7 @@ end
 redis.call('DEL', unpack(KEYS, 1, own))
 redis.call('SREM', KEYS[own + 2], ARGV[1])
 redis.call('SREM', KEYS[own + 3], ARGV[1])
+redis.call('SREM', KEYS[own + 4], ARGV[1])
 return #feedback / 2
 """
 

@@ -100,12 +100,41 @@ class RedisKeys:
         (only liked papers are in a collection)."""
         return self._user(user_id, "collected")
 
+    def zotero(self, user_id: str) -> str:
+        """Hash: the reader's Zotero connection (recommender.feedback.zotero): library type
+        and id, the API key encrypted (Fernet), the library version synced, the last sync's
+        summary, the collections included, the error that stopped the last sync."""
+        return self._user(user_id, "zotero")
+
+    def zotero_items(self, user_id: str) -> str:
+        """Hash: Zotero item key -> JSON {p: paper id or null, c: its collections, s: why it
+        is skipped} of the reader's synced Zotero library."""
+        return self._user(user_id, "zotero-items")
+
+    def zotero_collections(self, user_id: str) -> str:
+        """Hash: Zotero collection key -> JSON {name, parent, id: the paperrec collection it
+        became or null}."""
+        return self._user(user_id, "zotero-collections")
+
+    def zotero_likes(self, user_id: str) -> str:
+        """Hash: paper id -> the feedback value ("like:<time>") a Zotero sync wrote: a like
+        still holding that value came from Zotero, and goes when its items go."""
+        return self._user(user_id, "zotero-likes")
+
+    def zotero_stage(self, user_id: str) -> str:
+        """Hash: a sync fetched part-way (its pages so far), continued by the next run."""
+        return self._user(user_id, "zotero-stage")
+
     def _bucket(self, bucket: int, name: str) -> str:
         return f"{self.namespace}:{{b{bucket}}}:{name}"
 
     def subscribers(self, bucket: int) -> str:
         """Set: the user ids of the bucket with a subscription."""
         return self._bucket(bucket, "subscribers")
+
+    def zotero_readers(self, bucket: int) -> str:
+        """Set: the user ids of the bucket with a Zotero library connected."""
+        return self._bucket(bucket, "zotero-readers")
 
     def users(self, bucket: int) -> str:
         """Set: the user ids of the bucket that have given feedback."""
@@ -152,13 +181,15 @@ class RedisKeys:
         return [self.feedback(user_id), self.served(user_id), self.subscription(user_id),
                 self.digests(user_id), self.rules(user_id), self.feed(user_id),
                 self.web_sessions(user_id), self.uploads(user_id), self.set_aside(user_id),
-                self.collections(user_id), self.collected(user_id)]
+                self.collections(user_id), self.collected(user_id), self.zotero(user_id),
+                self.zotero_items(user_id), self.zotero_collections(user_id),
+                self.zotero_likes(user_id), self.zotero_stage(user_id)]
 
     def user_write_keys(self, user_id: str) -> list[str]:
         """The user's keys and their bucket's sets and counts: all in one Cluster slot."""
         bucket = bucket_of(user_id)
         return [*self.user_keys(user_id), self.like_counts(bucket), self.users(bucket),
-                self.subscribers(bucket)]
+                self.subscribers(bucket), self.zotero_readers(bucket)]
 
     def pattern(self) -> str:
         """Glob matching every key of this namespace (for erasing a test namespace)."""

@@ -12,6 +12,7 @@ from recommender.feedback.collections import CollectionExport
 from recommender.feedback.rules import Rule
 from recommender.feedback.store import Feedback
 from recommender.feedback.user_data import Served, UserExport
+from recommender.feedback.zotero import ZoteroState
 
 from ..access import access
 from ..state import components
@@ -35,6 +36,8 @@ class ExportOut(Answer):
     feed: FeedUrls | None = Field(description="The private feed URLs, when issued.")
     uploads: list[PaperId] = Field(description="Papers the user's imports added that are "
                                                "still theirs alone (not verified yet).")
+    zotero: ZoteroState | None = Field(description="The Zotero library connected (never its "
+                                                   "key), when one is.")
 
     @classmethod
     def of(cls, export: UserExport) -> ExportOut:

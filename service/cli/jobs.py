@@ -1,4 +1,5 @@
-"""`paperrec rebuild-index`, `train`, `digest` and `jobs`, the schedule that runs them all."""
+"""`paperrec rebuild-index`, `train`, `digest`, `sync-zotero` and `jobs`, the schedule that
+runs them all."""
 
 from __future__ import annotations
 
@@ -42,6 +43,25 @@ def digest(args: argparse.Namespace, settings: Settings) -> int:
                                                   dry_run=args.dry_run, progress=not args.quiet)
     print(f"digest: {summary}")
     return 1 if summary.failed else 0
+
+
+def sync_zotero(args: argparse.Namespace, settings: Settings) -> int:
+    """One line per library synced; status 1 when one could not be synced at all."""
+    app = wiring.build(settings)
+    now = time.time()
+    zotero = app.zotero
+    results = ([(args.user, zotero.sync(args.user, now, args.budget))] if args.user
+               else zotero.sync_all(now, args.budget))
+    synced = failed = 0
+    for user_id, summary in results:
+        print(f"sync-zotero: {user_id}: {summary}", flush=True)
+        synced += 1
+        failed += summary.error is not None
+    if not synced:
+        print("sync-zotero: no Zotero library is connected (PUT /v1/users/<user>/zotero, or "
+              "the Library page, connects one)")
+    app.close()
+    return 1 if failed else 0
 
 
 def schedule(args: argparse.Namespace, settings: Settings) -> int:

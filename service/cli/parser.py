@@ -187,10 +187,26 @@ def _add_jobs(sub: Commands) -> None:
     digest.add_argument("--quiet", action="store_true", help="no progress bar")
     digest.set_defaults(run="jobs:digest")
 
+    zotero = sub.add_parser(
+        "sync-zotero", help="sync the readers' connected Zotero libraries (likes, collections)",
+        description="Read what changed in each connected Zotero library since its last sync "
+        "(PAPERREC_ZOTERO_API_URL) and apply it: items become likes, items deleted or trashed "
+        "in Zotero stop being likes that came from Zotero, collections follow. One line per "
+        "library (added N, removed N, skipped N, ...). A library that runs out of its time "
+        "(PAPERREC_ZOTERO_BUDGET_SECONDS) keeps what it fetched and finishes next run. Exit "
+        "status 1 when a library could not be synced at all (a revoked key, Zotero down); "
+        "the others are synced still.")
+    zotero.add_argument("--user", metavar="USER_ID", help="only this reader's library")
+    zotero.add_argument("--budget", type=_seconds, metavar="SECONDS",
+                        help="time per library (default PAPERREC_ZOTERO_BUDGET_SECONDS)")
+    zotero.set_defaults(run="jobs:sync_zotero")
+
     schedule = sub.add_parser(
-        "jobs", help="run the scheduled jobs: fetch, rebuild, train, digests, again and again",
+        "jobs", help="run the scheduled jobs: fetch, sync Zotero, rebuild, train, digests, "
+        "again and again",
         description="Every PAPERREC_JOBS_INTERVAL_SECONDS: harvest arXiv (the categories in "
-        "PAPERREC_ARXIV_CATEGORIES, if any), embed what is new and publish an index version, "
+        "PAPERREC_ARXIV_CATEGORIES, if any), sync the connected Zotero libraries, embed "
+        "what is new and publish an index version, "
         "retrain collaborative filtering, mail the digests that are due. A step with nothing "
         "new publishes nothing; a failed step is logged and the next ones still run; it is "
         "tried again next round. One `paperrec jobs` runs at a time on a data directory (a "
@@ -361,6 +377,16 @@ def _answer_counts(text: str) -> list[int]:
             f"expected numbers of answers from 1 to {MAX_ONBOARDING_ANSWERS} separated by "
             f"commas, such as 5,10; got {text!r}")
     return sorted({int(part) for part in parts})
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 86_400:
+        raise argparse.ArgumentTypeError(f"seconds between 0 and 86400, got {text!r}")
+    return value
 
 
 def _count(text: str) -> int:
