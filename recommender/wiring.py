@@ -220,7 +220,15 @@ class Paperrec:
     def digest(self) -> DigestJob:
         return DigestJob(self.recommender, self.subscriptions, self.feedback, self.corpus,
                          self.links, self.settings.public_url, self.settings.mail_from,
-                         self.collections)
+                         self.collections, self._notices)
+
+    def _notices(self, user_id: str) -> list[str]:
+        """What a reader must fix for paperrec to keep working for them (digest footers)."""
+        state = self.zotero.state(user_id)
+        if not state.error:
+            return []
+        return [f"Your Zotero library no longer syncs: {state.error.rstrip('.')}. Connect it "
+                f"again on your Library page: {self.settings.public_url}/library"]
 
     @cached_property
     def arxiv(self) -> OaiPmhClient:
