@@ -44,7 +44,7 @@ def sample_settings(sample_settings: Settings, zotero: ZoteroReplay) -> Settings
     return sample_settings.replace(zotero_api_url=zotero.url)
 
 
-def liked_titles(page: Page) -> list[str]:
+def liked_titles(page: Page) -> list[str]:  # noqa: F811
     expect(page.locator("h2", has_text="Liked (").first).to_have_text("Liked (26)")
     return page.locator("h2:text-is('Liked (26)') + ul.papers > li h3").all_inner_texts()
 

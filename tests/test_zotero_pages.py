@@ -87,8 +87,8 @@ def test_connect_syncs_at_once_and_the_page_shows_the_library_and_its_collection
     assert f"Connected to the Zotero personal library {USER_ID}." in text
     assert API_KEY not in page.text
     assert 'id="zotero-last-sync"' in page.text and "Sync now" in page.text
-    assert 'value="%s" checked> Reading</label>' % reading in text
-    assert 'value="%s" checked> Reading / Deep</label>' % deep in text
+    assert f'value="{reading}" checked> Reading</label>' in text
+    assert f'value="{deep}" checked> Reading / Deep</label>' in text
     store = parts(reader)
     assert {c.name for c in store.collections.all(READER)} == {"Reading", "Reading / Deep"}
     assert len([f for f in store.feedback.get(READER) if f.signal == "like"]) == 2

@@ -10,6 +10,7 @@ the reader is in the middle of setting it up.
 from __future__ import annotations
 
 import time
+from typing import Literal
 
 from flask import Response, flash, request
 
@@ -27,7 +28,7 @@ MAX_CHOSEN = 500  # Zotero collections one form may name
 def connect_zotero() -> Response:
     user = _user()
     form = request.form
-    kind = "group" if form.get("library_type") == "group" else "user"
+    kind: Literal["user", "group"] = "group" if form.get("library_type") == "group" else "user"
     try:
         components().zotero.connect(user, kind, form.get("library_id", "").strip(),
                                     form.get("api_key", "").strip(), time.time())
