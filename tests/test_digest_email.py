@@ -145,3 +145,14 @@ def test_the_abstract_shows_its_first_sentences() -> None:
 def test_empty_digests_and_unknown_frequencies_are_refused(digest: DigestContent) -> None:
     with pytest.raises(ValueError):
         send(digest)
+
+
+def test_a_problem_to_fix_shows_in_the_footer_of_both_bodies() -> None:
+    notice = ("Your Zotero library no longer syncs: Zotero refused the key <revoked>. "
+              "Connect it again on your Library page.")
+    text, page = bodies(send(dataclasses.replace(content(), notice=notice)))
+    assert " ".join(text.split("\n-- \n", 1)[1].split()).startswith(" ".join(notice.split()))
+    footer = page.split("You get this email because", 1)[0].rsplit("<tr>", 1)[1]
+    assert str(escape(notice)) in footer and "<revoked>" not in page
+    text, page = bodies(send(content()))
+    assert "Zotero" not in text and "Zotero" not in page

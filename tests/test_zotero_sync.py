@@ -432,7 +432,7 @@ def test_a_failing_sync_is_said_in_the_digest_footer(
     message = email.message_from_bytes(eml.read_bytes(), policy=email.policy.default)
     for part in ("plain", "html"):
         body = message.get_body((part,)).get_content()  # type: ignore[union-attr]
-        assert "Your Zotero library could not be synced" in body
+        assert "Your Zotero library no longer syncs" in body
         assert "refuses to read this library" in " ".join(body.split())
     parts.close()
 

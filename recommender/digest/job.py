@@ -96,8 +96,8 @@ class DigestJob:
         if self.zotero is None:
             return None
         error = self.zotero.state(user_id).error
-        return (f"Your Zotero library could not be synced: {error} (the Library page shows "
-                f"it)." if error else None)
+        return (f"Your Zotero library no longer syncs: {error.rstrip('.')}. Connect it again "
+                f"on your Library page: {self.public_url}/library" if error else None)
 
     def run(self, mailer: Mailer, now: float, only_user: str | None = None,
             progress: bool = True) -> DigestSummary:

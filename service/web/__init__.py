@@ -32,6 +32,7 @@ from . import (  # noqa: F401  (each declares its views on the blueprint)
     rule_pages,
     sign_in,
     welcome,
+    zotero_pages,
 )
 from .accounts import (
     EXTENSION,

@@ -1,5 +1,6 @@
 """Your library: the papers you liked and disliked (each with undo), a reference manager's
-export imported as likes, and your likes exported as BibTeX, RIS or CSL-JSON.
+export imported as likes, your likes exported as BibTeX, RIS or CSL-JSON, and a connected
+Zotero library (its forms are ``zotero_pages``).
 
 Import and export are the API's (``recommender.feedback.library``, the files of
 ``recommender.corpus.library``): the same file gives the same likes either way.
@@ -7,6 +8,7 @@ Import and export are the API's (``recommender.feedback.library``, the files of
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import get_args
 
 from flask import Response, abort, flash, url_for
@@ -19,6 +21,7 @@ from ..api.library import MAX_LIBRARY_BYTES, import_for, uploaded_library
 from ..state import components
 from .blueprint import back, current_user, page, signed_in, web
 from .reading import views
+from .zotero_pages import sync_sentence
 
 SHOWN_REJECTIONS = 10
 FORMATS: tuple[LibraryFormat, ...] = tuple(
@@ -36,11 +39,17 @@ def library() -> Response:
                     else f.paper_id, "", "") for f in rated], user)
     exports = [(fmt, url_for("web.export_library", fmt=FILE_EXTENSIONS[fmt]))
                for fmt in FORMATS]
+    zotero = components().zotero
+    state = zotero.state(user)
     return page("library.html", active="library",
                 likes=[i for i in items if i.state == "like"],
                 dislikes=[i for i in items if i.state == "dislike"],
                 exports=exports, here=url_for("web.library"),
-                limit_mb=MAX_LIBRARY_BYTES // 2**20)
+                limit_mb=MAX_LIBRARY_BYTES // 2**20, zotero=state,
+                zotero_collections=zotero.collections(user) if state.connected else [],
+                zotero_sync=sync_sentence(state.last_sync) if state.last_sync else None,
+                zotero_synced=_iso(state.last_sync.at) if state.last_sync else "",
+                zotero_synced_text=_when(state.last_sync.at) if state.last_sync else "")
 
 
 @web.post("/library/import")
@@ -68,6 +77,14 @@ def export_library(fmt: str) -> Response:
     response = Response(write_library(papers, chosen), content_type=content_type(chosen))
     response.headers["Content-Disposition"] = f'attachment; filename="paperrec-likes.{fmt}"'
     return response
+
+
+def _iso(at: float) -> str:
+    return dt.datetime.fromtimestamp(at, dt.UTC).isoformat(timespec="seconds")
+
+
+def _when(at: float) -> str:
+    return dt.datetime.fromtimestamp(at, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def summary(report: ImportReport) -> list[str]:
