@@ -235,7 +235,7 @@ class Paperrec:
 
     def close(self) -> None:
         """Close what was opened (the parts never used were never made)."""
-        for name in ("arxiv", "openreview", "zotero", "corpus", "embedding_cache"):
+        for name in ("arxiv", "openreview", "corpus", "embedding_cache"):
             part = self.__dict__.pop(name, None)
             if part is not None:
                 part.close()

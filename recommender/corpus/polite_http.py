@@ -85,6 +85,9 @@ class PoliteClient:
     user_agent = "paperrec-harvester/0.1 (python-requests)"
     retry_after_statuses: tuple[int, ...] = (503,)  # waited out as their Retry-After says
     always_retried: tuple[int, ...] = ()  # 4xx statuses retried even without Retry-After
+    # after the reason a fetch failed: what the reader of the message can do
+    failed_hint = ("; everything harvested before is stored, so run the same command again "
+                   "later to continue from there")
 
     def __init__(self, base_url: str, delay: float, retries: int,
                  backoff: float = BACKOFF_SECONDS, deadline: float = DEADLINE_SECONDS,
@@ -129,16 +132,15 @@ class PoliteClient:
         except _Failed as exc:
             raise HarvestFailed(
                 f"{url} did not answer {shown(params)} after {self.requests - before} "
-                f"attempts ({exc}); everything harvested before is stored, so run the same "
-                f"command again later to continue from there") from None
+                f"attempts ({exc}){self.failed_hint}") from None
 
     def _attempt(self, url: str, params: Mapping[str, str], headers: Mapping[str, str],
                  accept: tuple[int, ...]) -> Answer:
-        ready = max(self._last_request + self.delay, self._not_before)
-        if ready - time.monotonic() > self._left():
+        wait = self.ready_in()
+        if wait > self._left():
             raise _Failed(f"the server asked for a pause past the harvest's deadline of "
                           f"{self.deadline:g} s")
-        time.sleep(max(0.0, ready - time.monotonic()))
+        time.sleep(wait)
         if self._left() <= 0:
             raise _Failed(f"the harvest's deadline of {self.deadline:g} s has passed")
         self._last_request = time.monotonic()

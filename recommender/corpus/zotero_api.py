@@ -100,6 +100,7 @@ class ZoteroClient(PoliteClient):
     user_agent = "paperrec-zotero/0.1 (python-requests)"
     retry_after_statuses = (429, 503)
     always_retried = (429,)  # a 429 without Retry-After: our backoff
+    failed_hint = ""  # a sync failed half-way keeps nothing of it: the next sync starts over
 
     def __init__(self, base_url: str, retries: int, backoff: float = 5.0,
                  max_bytes: int = MAX_PAGE_BYTES) -> None:
@@ -147,15 +148,14 @@ class ZoteroClient(PoliteClient):
         return Page(True, version, int(total) if total.isdigit() else len(objects),
                     objects[:PAGE_SIZE])
 
-    def deleted(self, library: str, api_key: str, since: int) -> tuple[int, dict[str, list[str]]]:
+    def deleted(self, library: str, api_key: str, since: int) -> dict[str, list[str]]:
         answer = self._get(f"{library}/deleted", {"since": str(since)}, api_key)
         found = _json(answer.body)
         if not isinstance(found, dict):
             raise ZoteroFailed("the Zotero API answered /deleted with something that is not "
                                "an object")
-        return _version(answer), {name: [k for k in found.get(name) or [] if isinstance(k, str)]
-                                  for name in ("items", "collections")
-                                  if isinstance(found.get(name) or [], list)}
+        return {name: [k for k in found.get(name) or [] if isinstance(k, str)]
+                for name in ("items", "collections") if isinstance(found.get(name) or [], list)}
 
     def _get(self, path: str, params: dict[str, str], api_key: str,
              conditional: int | None = None, accept: tuple[int, ...] = (200, 304, 403, 404)
@@ -166,7 +166,7 @@ class ZoteroClient(PoliteClient):
         try:
             answer = self.fetch(self.base_url + path, params, headers, accept)
         except HarvestFailed as exc:
-            raise ZoteroFailed(exc.message.split("; everything")[0]) from None
+            raise ZoteroFailed(exc.message) from None
         if answer.status in (403, 404) and not path.startswith("/keys"):
             raise ZoteroRefused(
                 "Zotero refuses to read this library with the key (the key was deleted or "

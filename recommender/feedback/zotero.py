@@ -168,7 +168,7 @@ class _Run:
     counts so far."""
 
     started: float
-    client: ZoteroClient
+    client: ZoteroClient | None  # None: nothing is asked of Zotero (only re-applied)
     requests_before: int
     skipped: Counter[str] = field(default_factory=Counter)
 
@@ -187,9 +187,6 @@ class ZoteroConnections:
         self._corpus, self._quota = corpus, quota
         self._embed = embed  # caches the vectors of papers just liked (the next list counts them)
         self._applier = PlanApplier(writes, keys)
-
-    def close(self) -> None:
-        """Nothing to close: each sync (or job run) has a client of its own."""
 
     def new_client(self) -> ZoteroClient:
         """A client of the configured API: one per sync, or one per job run (a ``Backoff``
@@ -293,12 +290,7 @@ class ZoteroConnections:
             else:
                 self._redis.hset(self._keys.zotero(user_id), "included",
                                  json.dumps(sorted(set(keys))))
-        client = self.new_client()
-        try:
-            self._apply(user_id, Fetched.nothing(), time.time(),
-                        _Run(time.monotonic(), client, 0))
-        finally:
-            client.close()
+        self._apply(user_id, Fetched.nothing(), time.time(), _Run(time.monotonic(), None, 0))
 
     def export_user(self, user_id: str) -> dict[str, Any]:
         """The reader's part of an export: the connection without its key."""
@@ -338,15 +330,12 @@ class ZoteroConnections:
         except ZoteroFailed as exc:
             if self._out_of_time(run):
                 return self._summary(run, int(found.get("version") or 0), now, finished=False)
-            return self._failed(user_id, found, run, now, exc.message, keep_error=True)
+            return self._failed(user_id, found, run, now, exc.message)
         if fetched is None:  # out of time: what was fetched is staged
             return self._summary(run, int(found.get("version") or 0), now, finished=False)
         if fetched.unchanged:  # 304: nothing to apply
             summary = self._summary(run, int(found.get("version") or 0), now, finished=True)
-            with redis_errors():
-                if self._redis.exists(self._keys.zotero(user_id)):
-                    self._redis.hset(self._keys.zotero(user_id), mapping={
-                        "error": "", "last_sync": json.dumps(asdict(summary))})
+            self._keep(user_id, summary)
             return summary
         return self._apply(user_id, fetched, now, run)
 
@@ -399,6 +388,8 @@ class ZoteroConnections:
                now: float) -> Fetched | None:
         """Everything changed since the synced version (continuing a staged sync), or None
         when the budget ran out first (what was fetched is staged)."""
+        client = run.client
+        assert client is not None  # a run that fetches has a client
         library = library_path(found["library_type"], found["library_id"])
         since = int(found.get("version") or 0)
         stage_key = self._keys.zotero_stage(user_id)
@@ -407,7 +398,7 @@ class ZoteroConnections:
                 stage = cast(dict[str, str], self._redis.hgetall(stage_key))
             meta = json.loads(stage["meta"]) if "meta" in stage else None
             if meta is None or meta["since"] != since:
-                first = run.client.page(library, "collections", api_key, since, 0,
+                first = client.page(library, "collections", api_key, since, 0,
                                          conditional=since > 0)
                 if not first.modified:
                     return Fetched.nothing(version=since, unchanged=True)
@@ -417,7 +408,7 @@ class ZoteroConnections:
                 while start < min(first.total, MAX_COLLECTIONS_READ) and page_full:
                     if self._out_of_time(run):
                         return None
-                    page = run.client.page(library, "collections", api_key, since, start,
+                    page = client.page(library, "collections", api_key, since, start,
                                             conditional=False)
                     collections += page.objects
                     page_full = len(page.objects) == PAGE_SIZE
@@ -429,12 +420,11 @@ class ZoteroConnections:
                     pipe.hset(stage_key, mapping={"meta": json.dumps(meta),
                                                   "collections": json.dumps(collections)})
                     pipe.execute()
-                stage = {}
             changed = False
             while True:
                 if self._out_of_time(run):
                     return None
-                page = run.client.page(library, "items", api_key, since, meta["start"],
+                page = client.page(library, "items", api_key, since, meta["start"],
                                         conditional=False)
                 if page.version != meta["target"]:
                     changed = True
@@ -463,7 +453,7 @@ class ZoteroConnections:
             if since > 0:
                 if self._out_of_time(run):
                     return None
-                _, deleted = run.client.deleted(library, api_key, since)
+                deleted = client.deleted(library, api_key, since)
             with redis_errors():
                 stage = cast(dict[str, str], self._redis.hgetall(stage_key))
             return Fetched.from_stage(stage, deleted, meta["target"])
@@ -489,7 +479,7 @@ class ZoteroConnections:
             run.skipped = skipped_before + counts.skipped
             summary = self._summary(run, plan.version, now, finished=True, counts=counts)
             plan.last_sync = json.dumps(asdict(summary))
-            outcome, _, _ = self._applier.apply(user_id, plan)
+            outcome = self._applier.apply(user_id, plan)
             if outcome == "done":
                 self._embed(plan.like)
                 return summary
@@ -502,15 +492,18 @@ class ZoteroConnections:
                            "sync tries again")
 
     def _failed(self, user_id: str, found: dict[str, str], run: _Run, now: float,
-                message: str, keep_error: bool = True) -> ZoteroSummary:
+                message: str) -> ZoteroSummary:
         summary = self._summary(run, int(found.get("version") or 0), now, finished=False,
                                 error=message)
+        self._keep(user_id, summary, message)
+        return summary
+
+    def _keep(self, user_id: str, summary: ZoteroSummary, error: str = "") -> None:
+        """The sync's summary and error (none: it worked), on a connection still there."""
         with redis_errors():
             if self._redis.exists(self._keys.zotero(user_id)):
                 self._redis.hset(self._keys.zotero(user_id), mapping={
-                    "error": message if keep_error else "",
-                    "last_sync": json.dumps(asdict(summary))})
-        return summary
+                    "error": error, "last_sync": json.dumps(asdict(summary))})
 
     def _summary(self, run: _Run, version: int, now: float, *, finished: bool,
                  error: str | None = None, counts: Any = None) -> ZoteroSummary:
@@ -519,14 +512,15 @@ class ZoteroConnections:
             updated=counts.updated if counts else 0, removed=counts.removed if counts else 0,
             skipped=dict(run.skipped), collections_created=counts.created if counts else 0,
             collections_renamed=counts.renamed if counts else 0, library_version=version,
-            requests=run.client.requests - run.requests_before,
+            requests=run.client.requests - run.requests_before if run.client else 0,
             seconds=round(time.monotonic() - run.started, 3), finished=finished, error=error,
             at=now)
 
     @staticmethod
     def _out_of_time(run: _Run) -> bool:
         """The budget is spent, or the server asked for a pause past its end."""
-        return run.client.time_left() <= run.client.ready_in()
+        client = run.client
+        return client is not None and client.time_left() <= client.ready_in()
 
     def _record(self, user_id: str) -> dict[str, str]:
         with redis_errors():

@@ -154,15 +154,12 @@ class PlanApplier:
         self._keys = keys
         self._script = writes.register(_APPLY)
 
-    def apply(self, user_id: str, plan: SyncPlan) -> tuple[str, int, int]:
-        """("done", papers liked, likes taken back), or ("stale" | "gone" | "conflict", 0, 0)."""
+    def apply(self, user_id: str, plan: SyncPlan) -> str:
+        """"done", or "stale" | "gone" | "conflict" (nothing written)."""
         k, bucket = self._keys, bucket_of(user_id)
         reply = cast(list[Any], self._writes.run(self._script, [
             k.feedback(user_id), k.like_counts(bucket), k.users(bucket), k.collected(user_id),
             k.collections(user_id), k.zotero(user_id), k.zotero_items(user_id),
             k.zotero_collections(user_id), k.zotero_likes(user_id), k.zotero_stage(user_id)],
             [user_id, plan.payload()]))
-        outcome = reply[0].decode() if isinstance(reply[0], bytes) else str(reply[0])
-        if outcome != "done":
-            return outcome, 0, 0
-        return outcome, int(reply[1]), int(reply[2])
+        return reply[0].decode() if isinstance(reply[0], bytes) else str(reply[0])

@@ -46,6 +46,13 @@ def current_user() -> str | None:
     return user if isinstance(user, str) else None
 
 
+def signed_in_user() -> str:
+    """The signed-in reader's user id, in a view behind ``signed_in``."""
+    user = current_user()
+    assert user is not None
+    return user
+
+
 def current_email() -> str:
     return str(session.get("email", ""))
 

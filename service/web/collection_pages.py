@@ -21,7 +21,7 @@ from recommender.feedback.library import liked_papers
 
 from ..api.library import MAX_LIBRARY_BYTES, import_for, uploaded_library
 from ..state import components
-from .blueprint import back, current_user, integer, page, signed_in, web
+from .blueprint import back, integer, page, signed_in, signed_in_user, web
 from .collect_form import collect_context
 from .library_pages import FORMATS, summary
 from .reading import MAX_PAGE, PAGE_SIZE, views
@@ -32,7 +32,7 @@ MAX_CHOSEN = 10  # collections one "like into" form may name
 @web.get("/collections")
 @signed_in
 def collections() -> Response:
-    user = _user()
+    user = signed_in_user()
     found = components().collections.all(user)
     feed = components().feed_tokens.current(user)  # each collection's feed, when issued
     return page("collections.html", active="collections", collections=found, feed=feed,
@@ -42,7 +42,7 @@ def collections() -> Response:
 @web.post("/collections")
 @signed_in
 def create_collection() -> Response:
-    user = _user()
+    user = signed_in_user()
     made = components().collections.create(user, request.form.get("name", ""), time.time())
     flash(f"Created the collection \u201c{made.name}\u201d.")
     return back("web.collections")
@@ -51,7 +51,7 @@ def create_collection() -> Response:
 @web.post("/collections/<collection_id>/rename")
 @signed_in
 def rename_collection(collection_id: str) -> Response:
-    user = _user()
+    user = signed_in_user()
     renamed = components().collections.rename(user, collection_id,
                                               request.form.get("name", ""))
     flash(f"Renamed the collection to \u201c{renamed.name}\u201d.")
@@ -61,7 +61,7 @@ def rename_collection(collection_id: str) -> Response:
 @web.post("/collections/<collection_id>/delete")
 @signed_in
 def delete_collection(collection_id: str) -> Response:
-    user = _user()
+    user = signed_in_user()
     parts = components()
     name = parts.collections.get(user, collection_id).name
     parts.collections.delete(user, collection_id)
@@ -72,7 +72,7 @@ def delete_collection(collection_id: str) -> Response:
 @web.get("/collections/<collection_id>")
 @signed_in
 def collection_list(collection_id: str) -> Response:
-    user = _user()
+    user = signed_in_user()
     parts = components()
     number = integer(request.args, "page", 1, MAX_PAGE, 1, "page")
     held = parts.collections.papers(user, validate_collection_id(collection_id))
@@ -100,7 +100,7 @@ def collection_list(collection_id: str) -> Response:
 @web.post("/collections/<collection_id>/import")
 @signed_in
 def import_collection(collection_id: str) -> Response:
-    user = _user()
+    user = signed_in_user()
     text, fmt = uploaded_library("choose a file to import (.bib, .ris, .json or .txt)")
     for message in summary(import_for(user, text, fmt, validate_collection_id(collection_id))):
         flash(message)
@@ -111,7 +111,7 @@ def import_collection(collection_id: str) -> Response:
 @web.get("/collections/<collection_id>/export.<fmt>")
 @signed_in
 def export_collection(collection_id: str, fmt: str) -> Response:
-    user = _user()
+    user = signed_in_user()
     by_extension = {FILE_EXTENSIONS[f]: f for f in FORMATS}
     if fmt not in by_extension:
         abort(404)
@@ -131,7 +131,7 @@ def export_collection(collection_id: str, fmt: str) -> Response:
 def collect(paper_id: str) -> Response:
     """Like the paper into the collections ticked in the form (exactly those: a box
     unticked takes it out of that collection; it stays liked)."""
-    user = _user()
+    user = signed_in_user()
     parts = components()
     chosen = list(dict.fromkeys(request.form.getlist("collection")))
     if len(chosen) > MAX_CHOSEN:
@@ -150,15 +150,10 @@ def collect(paper_id: str) -> Response:
 @web.post("/collections/<collection_id>/papers/<path:paper_id>/remove")
 @signed_in
 def remove_from_collection(collection_id: str, paper_id: str) -> Response:
-    user = _user()
+    user = signed_in_user()
     parts = components()
     stored = parts.corpus.resolve(paper_id) or paper_id
     parts.collections.remove(user, validate_collection_id(collection_id), stored)
     flash("Took the paper out of the collection; it stays liked.")
     return back("web.collections")
 
-
-def _user() -> str:
-    user = current_user()
-    assert user is not None
-    return user

@@ -10,7 +10,7 @@ the reader is in the middle of setting it up.
 from __future__ import annotations
 
 import time
-from typing import Literal
+from typing import Literal, cast
 
 from flask import Response, flash, request
 
@@ -18,17 +18,15 @@ from recommender.core.errors import PaperrecError
 from recommender.feedback.zotero import ZoteroSummary
 
 from ..state import components
-from .blueprint import back, current_user, flag, signed_in, web
-
-MAX_CHOSEN = 500  # Zotero collections one form may name
+from .blueprint import back, flag, signed_in, signed_in_user, web
 
 
 @web.post("/library/zotero")
 @signed_in
 def connect_zotero() -> Response:
-    user = _user()
+    user = signed_in_user()
     form = request.form
-    kind: Literal["user", "group"] = "group" if form.get("library_type") == "group" else "user"
+    kind = cast(Literal["user", "group"], form.get("library_type", "user"))  # connect checks
     try:
         components().zotero.connect(user, kind, form.get("library_id", "").strip(),
                                     form.get("api_key", "").strip(), time.time())
@@ -42,14 +40,14 @@ def connect_zotero() -> Response:
 @web.post("/library/zotero/sync")
 @signed_in
 def sync_zotero() -> Response:
-    return _sync(_user())
+    return _sync(signed_in_user())
 
 
 @web.post("/library/zotero/collections")
 @signed_in
 def include_zotero_collections() -> Response:
-    user = _user()
-    chosen = None if flag(request.form, "all") else request.form.getlist("key")[:MAX_CHOSEN]
+    user = signed_in_user()
+    chosen = None if flag(request.form, "all") else request.form.getlist("key")
     components().zotero.include_collections(user, chosen)
     flash("Saved which Zotero collections come in; the next sync follows it.")
     return back("web.library")
@@ -58,7 +56,7 @@ def include_zotero_collections() -> Response:
 @web.post("/library/zotero/disconnect")
 @signed_in
 def disconnect_zotero() -> Response:
-    components().zotero.disconnect(_user())
+    components().zotero.disconnect(signed_in_user())
     flash("Zotero is disconnected and its key forgotten. The papers it brought stay liked.")
     return back("web.library")
 
@@ -90,8 +88,3 @@ def _sync(user: str) -> Response:
     flash(sync_sentence(components().zotero.sync(user, time.time())))
     return back("web.library")
 
-
-def _user() -> str:
-    user = current_user()
-    assert user is not None
-    return user
