@@ -111,12 +111,6 @@ class KeywordIndex:
             else:
                 self._rebuild(db)
 
-    def rebuild(self, db: sqlite3.Connection) -> int:
-        """Index every row of ``paper_words`` afresh (a new folder, swapped in); forget the
-        changes recorded before it started. How many papers."""
-        with self._writing():
-            return self._rebuild(db)
-
     def _rebuild(self, db: sqlite3.Connection) -> int:
         last = db.execute("SELECT COALESCE(MAX(seq), 0) FROM keyword_changes").fetchone()[0]
         building = self.folder.with_name(f"{self.folder.name}.building-{os.getpid()}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import cast
 
-from flask import Response, abort, flash, redirect, request, url_for
+from flask import Response, abort, flash, g, redirect, request, url_for
 
 from recommender.core.errors import InvalidInput
 from recommender.corpus.library_writers import FILE_EXTENSIONS, content_type, write_library
@@ -140,6 +140,7 @@ def collect(paper_id: str) -> Response:
         validate_collection_id(collection_id)
     found = parts.recommender.paper(paper_id, viewer=user)
     parts.feedback.set(user, found.id, "like", time.time(), chosen, "set")
+    g.feedback_written = "like"  # service.metrics
     names = {c.id: c.name for c in parts.collections.all(user)}
     where = ", ".join(f"\u201c{names.get(c, c)}\u201d" for c in chosen)
     flash(f"Liked \u201c{found.title}\u201d" + (f" into {where}." if where else

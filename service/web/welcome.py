@@ -18,19 +18,18 @@ from __future__ import annotations
 import time
 from typing import Literal
 
-from flask import Response, flash, g, redirect, request, url_for
+from flask import Response, flash, g, request, url_for
 
 from recommender.core.errors import InvalidInput
 
 from ..state import components
-from .blueprint import current_user, local_path, page, signed_in, web
+from .blueprint import back, current_user, page, signed_in, web
 from .reading import views
 
 QUESTIONS = 8  # papers asked at a time
 SHOW_LIST_AFTER = 3  # answers before "Show my list" is offered
 SEARCH_RESULTS = 10
 MAX_QUERY = 200  # characters of a name search
-Answer = Literal["like", "not-for-me"]
 SIGNALS: dict[str, Literal["like", "dislike"]] = {"like": "like", "not-for-me": "dislike"}
 
 
@@ -74,8 +73,7 @@ def answer() -> Response:
     g.feedback_written = SIGNALS[given]  # service.metrics
     flash(f"Liked \u201c{found.title}\u201d." if given == "like" else
           f"\u201c{found.title}\u201d: not for you, noted.")
-    target = local_path(request.form.get("next"), url_for("web.welcome"))
-    return redirect(target, code=303)  # type: ignore[return-value]
+    return back("web.welcome")
 
 
 def first_page(user: str, target: str) -> str:
