@@ -242,3 +242,22 @@ def test_over_an_approximate_index_the_rank_is_an_estimate_that_matches_the_list
         answer = why_not(client, "ada", listed[position - 1]["paper_id"], "k=5")
         assert answer["rank_is_estimate"] is True
         assert answer["rank"] == position and answer["in_list"] == (position <= 5)
+
+
+def test_with_two_collections_the_rank_is_the_position_on_the_interleaved_list(
+    client: FlaskClient, sample_settings: Settings, paper_ids_about: PapersAbout
+) -> None:
+    """A reader with two collections gets every collection's list interleaved with the whole
+    profile's: why-not describes that list, not the whole profile's alone."""
+    for name, topic in (("Federated", "federated"), ("Graphs", "graph")):
+        made = client.post("/v1/users/ada/collections", json={"name": name})
+        assert made.status_code in (200, 201), made.json
+        for paper in paper_ids_about(sample_settings, topic)[:2]:
+            liked = client.put(f"/v1/users/ada/feedback/{paper}",
+                               json={"signal": "like", "collections": [made.json["id"]]})
+            assert liked.status_code == 200, liked.json
+    every = paper_ids_about(sample_settings, "")
+    answers = {paper: why_not(client, "ada", paper, "k=10&diversity=0") for paper in every}
+    listed = items(client, "ada", "k=10&diversity=0")
+    assert len(listed) == 10
+    assert [answers[item["paper_id"]]["rank"] for item in listed] == list(range(1, 11))

@@ -281,14 +281,16 @@ class Recommender:
         corpus, or not indexed yet."""
         paper = self.paper(paper_id, viewer=user_id)
         index, ctx, calibration = self._serving(now)
-        request, _, _ = self._request(user_id, index, now, since, k=k, offset=offset,
-                                   diversity=diversity, exclude_served=exclude_served,
-                                   min_probability=min_probability,
-                                   include_set_aside=include_set_aside)
+        request, groups, _ = self._request(user_id, index, now, since, k=k, offset=offset,
+                                           diversity=diversity, exclude_served=exclude_served,
+                                           min_probability=min_probability,
+                                           include_set_aside=include_set_aside)
         row = index.row(paper.id)  # NotFound, saying to rebuild the index
-        # The model's part of the list from its start, as ``recommend`` ranks it, down to this
-        # page's end or deeper (to say where a paper after the page stands).
-        listed = rank(ctx, replace(request, offset=0, k=max(offset + k, LIST_DEPTH))).rows
+        # The model's part of the list from its start, as ``recommend`` ranks it (every
+        # collection's list interleaved), down to this page's end or deeper (to say where a
+        # paper after the page stands).
+        listed = rank_interests(ctx, replace(request, offset=0, k=max(offset + k, LIST_DEPTH)),
+                                groups).rows
         return why_not(ctx, request, paper, row, listed, calibration=calibration,
                        titles=self._corpus.titles, user_id=user_id)
 
