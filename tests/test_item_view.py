@@ -81,3 +81,9 @@ def test_the_view_has_year_category_and_state() -> None:
 def test_standing_is_by_rank_and_close_likes(rank: int, close: int, personal: bool,
                                              words: str) -> None:
     assert standing(rank, close, personal) == words
+
+
+def test_the_whole_abstract_is_the_abstract_however_its_lead_was_cut() -> None:
+    for text in ("word " * 200, "One sentence. " * 40, "Short and whole."):
+        view = item_view(Paper("pl-0000000000000001", "A title", text))
+        assert view.abstract == " ".join(text.split()), view.abstract[:200]

@@ -53,6 +53,10 @@ class ItemView:
 
     @property
     def abstract(self) -> str:
+        """The whole abstract again (a lead cut inside a sentence and its rest join without
+        the "…" each carries)."""
+        if self.lead.endswith("…") and self.rest.startswith("…"):
+            return f"{self.lead[:-1]} {self.rest[1:]}"
         return f"{self.lead} {self.rest}".strip()
 
 
