@@ -36,7 +36,7 @@ from recommender.ranking.explain import Recommendation, explain, followed, plain
 from recommender.ranking.interests import rank_interests
 from recommender.ranking.item_view import standing, venue, year_of
 from recommender.ranking.onboarding import Question, questions
-from recommender.ranking.rank import Ranked, rank
+from recommender.ranking.rank import Ranked
 from recommender.ranking.reader_rules import DAY_SECONDS, plan_rules
 from recommender.ranking.request import ListRequest
 from recommender.ranking.scoring import close_likes, score
