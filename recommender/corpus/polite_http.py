@@ -137,7 +137,7 @@ class PoliteClient:
     def _attempt(self, url: str, params: Mapping[str, str], headers: Mapping[str, str],
                  accept: tuple[int, ...]) -> Answer:
         wait = self.ready_in()
-        if wait > self._left():
+        if wait > max(0.0, self._left()):  # past the deadline with no wait: said below
             raise _Failed(f"the server asked for a pause past the harvest's deadline of "
                           f"{self.deadline:g} s")
         time.sleep(wait)
