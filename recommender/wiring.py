@@ -25,7 +25,7 @@ import redis
 
 from recommender import jobs
 from recommender.core.config import Settings
-from recommender.core.errors import PaperrecError, StoreUnavailable
+from recommender.core.errors import InvalidInput, PaperrecError, StoreUnavailable
 from recommender.core.papers import Rejection
 from recommender.corpus.arxiv import HarvestSummary
 from recommender.corpus.library import ParsedLibrary
@@ -54,8 +54,11 @@ from recommender.feedback.upload_quota import UploadQuota
 from recommender.feedback.user_data import UserData
 from recommender.feedback.zotero import ZoteroConnections, ZoteroJobSummary
 from recommender.index.store import IndexStore, LiveIndex
+from recommender.online.events import EventLog
+from recommender.online.experiments import ExperimentStore
 from recommender.ranking.collaborative import CollaborativeModel
 from recommender.ranking.recommender import Recommender
+from recommender.ranking.variants import Variant, variants
 from recommender.storage.redis_client import connect
 from recommender.storage.redis_keys import RedisKeys
 from recommender.storage.redis_writes import UserWrites
@@ -164,7 +167,7 @@ class Paperrec:
         return UserData(self.feedback,
                         [self.subscriptions, self.rules, self.collections, self.feed_tokens,
                          self.corpus, self.zotero],
-                        forget=[self.corpus.forget_uploader])
+                        forget=[self.corpus.forget_uploader, self.events.forget])
 
     @cached_property
     def zotero(self) -> ZoteroConnections:
@@ -207,7 +210,27 @@ class Paperrec:
     @cached_property
     def recommender(self) -> Recommender:
         return Recommender(self.corpus, self.index, self.collaborative, self.feedback,
-                           self.embedder, self.embedding_cache)
+                           self.embedder, self.embedding_cache, events=self.events,
+                           experiments=self.experiments, variants=self.variants)
+
+    @cached_property
+    def events(self) -> EventLog:
+        """The impression log: lists served and what readers did with them."""
+        return EventLog(self.redis, self.keys, self.settings.data_dir / "events",
+                        self.settings.events_stream_max)
+
+    @cached_property
+    def experiments(self) -> ExperimentStore:
+        """The ranking experiment running, and those that ran."""
+        return ExperimentStore(self.redis, self.keys)
+
+    @cached_property
+    def variants(self) -> dict[str, Variant]:
+        """The ranking variants: built in, and PAPERREC_RANKING_VARIANTS's."""
+        try:
+            return variants(self.settings.ranking_variants)
+        except ValueError as exc:
+            raise InvalidInput(f"PAPERREC_RANKING_VARIANTS: {exc}") from None
 
     @cached_property
     def feeds(self) -> FeedBuilder:

@@ -172,6 +172,17 @@ class Settings(BaseSettings):
         SERVED_HISTORY_MAX, ge=1, validation_alias="PAPERREC_SERVED_HISTORY_MAX",
         description="papers remembered as served per user (the newest; older ones may be "
                     "shown or sent again): the served log is what grows with use in Redis")
+    events_stream_max: int = Field(
+        200_000, ge=1000, validation_alias="PAPERREC_EVENTS_STREAM_MAX",
+        description="events (lists served, likes, clicks) the impression log keeps in Redis "
+                    "until paperrec export-events (a step of paperrec jobs) writes them to "
+                    "the daily files in <data dir>/events; the oldest past it are dropped")
+    ranking_variants: str = Field(
+        "", validation_alias="PAPERREC_RANKING_VARIANTS",
+        description="ranking variants an experiment may compare with production, beside the "
+                    "built-in ones: 'name: setting=value ...' separated by ';', settings "
+                    "diversity, popularity, collaborative, fisher (multiples of production's "
+                    "weights) and personal (0 or 1)")
     model: str = Field(
         DEFAULT_MODEL, validation_alias="PAPERREC_MODEL",
         description="sentence-transformers model: the bundled default, all-mpnet-base-v2 "

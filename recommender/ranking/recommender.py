@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Annotated
@@ -29,11 +30,14 @@ from recommender.feedback.store import Feedback, FeedbackStore, ListState, Mark,
 from recommender.index.content_space import centre_query
 from recommender.index.paper_index import PaperIndex
 from recommender.index.store import LiveIndex
+from recommender.online.events import EventLog, ServedList, Surface, new_list_id
+from recommender.online.experiments import Experiment, ExperimentStore
 from recommender.ranking.calibration import Calibration, default_for
 from recommender.ranking.collaborative import CollaborativeModel
 from recommender.ranking.context import ContentStatistics, LiveContext, RankingContext
 from recommender.ranking.explain import Recommendation, explain, followed, plain
 from recommender.ranking.interests import rank_interests
+from recommender.ranking.interleave import merge, team_draft
 from recommender.ranking.item_view import standing, venue, year_of
 from recommender.ranking.onboarding import Question, questions
 from recommender.ranking.rank import Ranked
@@ -53,8 +57,11 @@ from recommender.ranking.search import (
 )
 from recommender.ranking.search import reason as search_reason
 from recommender.ranking.topics import TopicCache
+from recommender.ranking.variants import BUILT_IN, PRODUCTION, Variant, variant_named
 from recommender.ranking.why_not import LIST_DEPTH, WhyNot, why_not
 from recommender.storage.versions import LiveVersion
+
+NEW_DAYS = 7  # a paper published in the week before it is served is new (the report's figures)
 
 
 @dataclass(frozen=True)
@@ -74,13 +81,26 @@ class ReadingList:
     # Not part of the API's answer, nor of its schema.
     marks: Annotated[dict[str, Mark], Field(exclude=True), SkipJsonSchema()] = field(
         default_factory=dict)
+    list_id: Annotated[str, Field(description=(
+        "This list's id: send it back with feedback on its papers (`list_id`), so the "
+        "service learns which lists work (the impression log).")), ] = ""
+    # The list as the impression log records it (``recommender.online.events``): logged when
+    # served with a surface, else by the caller once it is delivered (a digest once sent).
+    served: Annotated[ServedList | None, Field(exclude=True), SkipJsonSchema()] = None
 
 
 class Recommender:
     def __init__(self, corpus: CorpusStore, index: LiveIndex,
                  collaborative: LiveVersion[CollaborativeModel], feedback: FeedbackStore,
-                 embedder: TextEncoder, embedding_cache: EmbeddingCache | None = None) -> None:
+                 embedder: TextEncoder, embedding_cache: EmbeddingCache | None = None, *,
+                 events: EventLog | None = None, experiments: ExperimentStore | None = None,
+                 variants: Mapping[str, Variant] = BUILT_IN) -> None:
+        """``events``: where the lists served are logged; ``experiments``: the experiment
+        running, if any; ``variants``: the ranking variants it may name."""
         self._corpus = corpus
+        self._events = events
+        self._experiments = experiments
+        self._variants = variants
         self._embedding_cache = embedding_cache  # vectors of liked papers not indexed yet
         self._index = index
         self._collaborative = collaborative
@@ -214,14 +234,19 @@ class Recommender:
         served_before: float | None = None,
         record: bool = True,
         collection: str | None = None,
+        surface: Surface | None = None,
     ) -> ReadingList:
         """The user's reading list; ``record`` remembers it as served (the API and the list
-        page do; a digest records only what it mailed). The user's rules apply
-        (``reader_rules``): muted papers never appear, new papers of followed authors and
-        keywords come first. Each item has its calibrated ``probability``; the model's items
-        below ``min_probability`` are left out (the list is then shorter than ``k``; followed
-        papers always stay, and a list without likes is not cut: all its items have the same,
-        base-rate probability).
+        page do; a digest records only what it mailed). ``surface``: the list is logged as
+        served there (``recommender.online.events``; without it, ``ReadingList.served`` is
+        what the caller logs once it delivers the list). The list is ranked by production,
+        or as the experiment running says (``recommender.online.experiments``).
+
+        The user's rules apply (``reader_rules``): muted papers never appear, new papers of
+        followed authors and keywords come first. Each item has its calibrated
+        ``probability``; the model's items below ``min_probability`` are left out (the list is
+        then shorter than ``k``; followed papers always stay, and a list without likes is not
+        cut: all its items have the same, base-rate probability).
 
         The same list all day (UTC): papers count as served (pushed down, or left out with
         ``exclude_served``) when first served before ``served_before``, by default the start
@@ -239,7 +264,8 @@ class Recommender:
             exclude_served=exclude_served, min_probability=min_probability,
             include_set_aside=include_set_aside, served_before=served_before,
             collection=collection)
-        ranked = rank_interests(ctx, request, groups)
+        experiment = self._experiments.current() if self._experiments is not None else None
+        ranked, teams = self._ranked(ctx, request, groups, experiment, user_id, now)
         put_first, _, _ = request.page()
         all_ids = index.ids
         if request.unindexed_ids:  # a like not indexed yet may be the closest: a reason too
@@ -253,13 +279,55 @@ class Recommender:
         # Without likes every item has the base rate: nothing to tell them apart, so a
         # newcomer's list (and first digest) is not cut.
         floor = request.min_probability if ranked.personalized else 0.0
-        likely = [item for item in ranked_items if (item.probability or 0.0) >= floor]
+        kept = [i for i, item in enumerate(ranked_items) if (item.probability or 0.0) >= floor]
+        likely = [ranked_items[i] for i in kept]
         items = self._described(items + likely, ranked.personalized, first=request.offset + 1)
         if record:
             self._feedback.record_served(user_id, [item.paper_id for item in items], now)
+        rows = np.concatenate([np.asarray([row for row, _ in put_first], np.int64),
+                               ranked.rows[kept]])
+        z = [math.nan] * len(put_first) + [float(ranked.scores[i] / ranked.scale) for i in kept]
+        served = ServedList(
+            new_list_id(), user_id, surface or "", now, tuple(i.paper_id for i in items),
+            tuple([_followed_variant(experiment, user_id)] * len(put_first)
+                  + [teams[i] for i in kept]),
+            tuple(z), tuple(float(i.probability or 0.0) for i in items), request.likes,
+            tuple(_new(ctx, rows, now)), request.offset, experiment.id if experiment else "")
+        if surface is not None and self._events is not None:
+            self._events.served(served)
         return ReadingList(user_id, ranked.personalized, items, index.version,
                            self._collaborative.version, len(ranked_items) - len(likely),
-                           state.marks([item.paper_id for item in items]))
+                           state.marks([item.paper_id for item in items]), served.list_id,
+                           served)
+
+    def _ranked(self, ctx: RankingContext, request: ListRequest, groups: list[np.ndarray],
+                experiment: Experiment | None, user_id: str,
+                now: float) -> tuple[Ranked, list[str]]:
+        """The model's part of the list, and the variant that put each paper there:
+        production's, the reader's side of an A/B experiment, or production and the
+        candidate interleaved by team draft (the coins the same all day)."""
+        if experiment is None:
+            ranked = self._variants[PRODUCTION].rank(ctx, request, groups)
+            return ranked, [PRODUCTION] * len(ranked.rows)
+        if experiment.mode == "ab":
+            name = experiment.arm(user_id)
+            ranked = self._variant(name).rank(ctx, request, groups)
+            return ranked, [name] * len(ranked.rows)
+        names = (experiment.production, experiment.candidate)
+        _, offset, k = request.page()
+        want = offset + k
+        start = replace(request, offset=0, k=len(request.plan.followed) + want)
+        a = self._variant(names[0]).rank(ctx, start, groups)
+        b = (a if names[1] == names[0] else self._variant(names[1]).rank(ctx, start, groups))
+        teams, where = team_draft(a.rows, b.rows, want, experiment.seed(user_id, day_start(now)))
+        ranked = merge(a, b, teams[offset:want], where[offset:want])
+        return ranked, [names[t] for t in teams[offset:want]]
+
+    def _variant(self, name: str) -> Variant:
+        """The variant of this name (an experiment naming one no longer configured: an
+        error that says so)."""
+        found = self._variants.get(name)
+        return found if found is not None else variant_named(name)
 
     def why_not(
         self,
@@ -404,6 +472,23 @@ class Recommender:
                reason: str) -> list[Recommendation]:
         titles = self._corpus.titles([index.ids[row] for row, _ in hits])
         return plain(index.ids, hits, titles, reason)
+
+
+def _followed_variant(experiment: Experiment | None, user_id: str) -> str:
+    """The variant credited with the followed papers a list puts first: the list's own, or
+    none of an interleaved list's two ("followed": both would put them first)."""
+    if experiment is None:
+        return PRODUCTION
+    return experiment.arm(user_id) if experiment.mode == "ab" else "followed"
+
+
+def _new(ctx: RankingContext, rows: np.ndarray, now: float) -> list[bool]:
+    """Which rows were published in the week before ``now`` (days since 1970 in
+    ``ctx.dates``; unknown dates are not new)."""
+    if ctx.dates is None or not len(rows):
+        return [False] * len(rows)
+    today = now / DAY_SECONDS
+    return [bool(today - NEW_DAYS <= d <= today) for d in np.asarray(ctx.dates)[rows]]
 
 
 def day_start(now: float) -> float:

@@ -26,6 +26,20 @@ def no_rules() -> RulePlan:
     return RulePlan(no_rows(), [])
 
 
+@dataclass(frozen=True)
+class Blend:
+    """How much of each part of the score a list takes, as multiples of the production
+    ranking's weights (``scoring``): 1 everywhere is production; a ranking variant
+    (``variants``) changes some."""
+
+    popularity: float = 1.0
+    collaborative: float = 1.0
+    fisher: float = 1.0  # the Fisher term of the reader's direction
+
+
+PRODUCTION = Blend()
+
+
 @dataclass(frozen=True, eq=False)
 class ListRequest:
     liked: np.ndarray  # rows of the liked papers
@@ -52,6 +66,7 @@ class ListRequest:
     # Rows the list never shows though it does not rank from them: the reader's other likes,
     # when a list ranks from some of them (a collection's list, one interest of several).
     hidden: np.ndarray = field(default_factory=no_rows)
+    blend: Blend = PRODUCTION
 
     def __post_init__(self) -> None:
         for name in ("liked", "disliked", "served", "set_aside", "hidden"):

@@ -58,15 +58,16 @@ def score(ctx: RankingContext, request: ListRequest, *, rows: np.ndarray | None 
     candidates over the approximate one; ``candidates=False``: all of them). The request's
     likes not indexed yet (``liked_vectors``) count in the user's direction and number of
     likes."""
-    cf_all = _collaborative(ctx, request.liked)
-    direction = _direction(ctx, request.liked, request.liked_vectors)
+    blend = request.blend
+    cf_all = _collaborative(ctx, request.liked, blend.collaborative)
+    direction = _direction(ctx, request.liked, request.liked_vectors, blend.fisher)
     rows, vecs = _scored_rows(ctx, request.liked, direction, cf_all, rows,
                               want if candidates else None)
     if direction is None:
         content = np.zeros(len(rows), np.float32)
     else:
         content = vecs @ direction - float(ctx.statistics.mean @ direction)
-    popularity = ctx.popularity[rows] * _popularity_weight(request.likes)
+    popularity = ctx.popularity[rows] * (_popularity_weight(request.likes) * blend.popularity)
     collaborative = np.zeros(len(rows), np.float32) if cf_all is None else cf_all[rows]
     dislike = _dislike_penalty(ctx, vecs, request.disliked)
     again = (np.zeros(len(rows), np.float32) if request.exclude_served
@@ -122,7 +123,8 @@ def _scored_rows(ctx: RankingContext, liked: np.ndarray, direction: np.ndarray |
 
 
 def _direction(ctx: RankingContext, liked: np.ndarray,
-               liked_vectors: np.ndarray | None = None) -> np.ndarray | None:
+               liked_vectors: np.ndarray | None = None,
+               fisher_share: float = 1.0) -> np.ndarray | None:
     """The user's content query: a paper's content score is its vector (minus the corpus
     mean) times this direction.
 
@@ -131,7 +133,8 @@ def _direction(ctx: RankingContext, liked: np.ndarray,
     inverse covariance of the corpus (the Fisher discriminant of the likes against the
     corpus, with a shared covariance: it weighs the directions in which the likes stand out
     from the collection, not those in which every paper varies). One mat-vec per list.
-    ``liked_vectors`` (likes not in the index yet) join the liked rows' vectors.
+    ``liked_vectors`` (likes not in the index yet) join the liked rows' vectors;
+    ``fisher_share`` multiplies the Fisher term's weight.
     """
     vectors = np.asarray(ctx.vectors[liked], dtype=np.float32)
     if liked_vectors is not None and len(liked_vectors):
@@ -139,7 +142,7 @@ def _direction(ctx: RankingContext, liked: np.ndarray,
     if not len(vectors):
         return None
     mean = vectors.mean(axis=0)
-    weight = _fisher_weight(len(vectors))
+    weight = _fisher_weight(len(vectors)) * fisher_share
     if weight <= 0:
         return mean
     stats = ctx.statistics
@@ -153,13 +156,14 @@ def _fisher_weight(likes: int) -> float:
     return FISHER_WEIGHT * min(1.0, (likes - 1) / (FISHER_FULL_LIKES - 1))
 
 
-def _collaborative(ctx: RankingContext, liked: np.ndarray) -> np.ndarray | None:
+def _collaborative(ctx: RankingContext, liked: np.ndarray,
+                   weight: float = 1.0) -> np.ndarray | None:
     """Collaborative scores on the index rows, weighted by the evidence on both sides; None
     when the model knows nothing of the user (no array of zeros over every paper: at 1M
     papers that alone cost a list half a millisecond)."""
     n = len(ctx.item_ids)
     model = ctx.collaborative
-    if model is None or not len(liked):
+    if model is None or not len(liked) or weight <= 0:
         return None
     liked_ids = [ctx.item_ids[r] for r in liked]
     raw = model.scores_for(liked_ids)
@@ -172,7 +176,8 @@ def _collaborative(ctx: RankingContext, liked: np.ndarray) -> np.ndarray | None:
     on_rows[ctx.cf_rows[mapped]] = np.clip(raw[mapped], 0.0, 1.0)
     user_weight = known_likes / (known_likes + USER_EVIDENCE_HALF)
     item_weight = ctx.cf_item_evidence / (ctx.cf_item_evidence + ITEM_EVIDENCE_HALF)
-    return (COLLABORATIVE_WEIGHT * user_weight * item_weight * on_rows).astype(np.float32)
+    return (weight * COLLABORATIVE_WEIGHT * user_weight * item_weight
+            * on_rows).astype(np.float32)
 
 
 def _dislike_penalty(ctx: RankingContext, vectors: np.ndarray,

@@ -161,6 +161,23 @@ class RedisKeys:
         ``sign-in-address:…``, ``sign-in-client:…``) in one window (service/rate_limit.py)."""
         return f"{self.namespace}:rate"
 
+    @property
+    def events(self) -> str:
+        """Stream, capped: the impression log's events not exported to the daily files yet,
+        one field ``e`` of JSON each (recommender/online/events.py)."""
+        return f"{self.namespace}:events"
+
+    @property
+    def experiment(self) -> str:
+        """String: JSON of the ranking experiment running (recommender/online/experiments.py);
+        absent: none."""
+        return f"{self.namespace}:experiment"
+
+    @property
+    def experiments(self) -> str:
+        """List: JSON of every experiment started, oldest first (the report names them)."""
+        return f"{self.namespace}:experiments"
+
     def web_session(self, session_hash: str) -> str:
         """String with expiry: JSON of one browser session (service/web/sessions.py), keyed by
         the SHA-256 of the session id in the cookie, never by the id itself."""

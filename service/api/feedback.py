@@ -33,6 +33,10 @@ class FeedbackBody(Strict):
             "With a like: the reader's collections the paper is in from now on (replacing "
             "those it was in; [] takes it out of all). Left out: its collections stay. A "
             "dislike takes it out of every collection, so it may not name any."))
+    list_id: str | None = Field(None, max_length=64, description=(
+        "The `list_id` of the reading list the paper was on, so the like or dislike counts "
+        "for that list (the service's own figures and experiments); one that is not of a "
+        "list served to this user is ignored."))
 
 
 class FeedbackOut(Answer):
@@ -66,6 +70,8 @@ def put_feedback(path: UserPaperPath, body: FeedbackBody) -> Reply:
     collections = None if body.collections is None else list(dict.fromkeys(body.collections))
     replaced = parts.feedback.set(path.user_id, paper.id, body.signal, now, collections)
     g.feedback_written = body.signal  # counted by service.metrics
+    if body.list_id is not None:
+        parts.events.outcome(body.signal, path.user_id, body.list_id, paper.id, now)
     now_in = parts.collections.memberships(path.user_id, [paper.id]).get(paper.id, [])
     return reply(FeedbackOut(user_id=path.user_id, paper_id=paper.id, signal=body.signal,
                              at=round(now, 3), collections=now_in, replaced=replaced))

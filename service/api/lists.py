@@ -69,12 +69,13 @@ class WhyNotQuery(Strict):
          description="The same list all day (UTC) unless the user acts (a like, a dislike, a "
                      "rule, a paper set aside): what it serves is pushed down from the next "
                      "day on, not on the next call. The next `offset` continues the list "
-                     "without repeats. Records the items as served.")
+                     "without repeats. Records the items as served, and logs the list under "
+                     "its `list_id`: send that back with feedback on its papers.")
 def recommendations(path: UserPath, query: RecommendationsQuery) -> Reply:
     reading_list = components().recommender.recommend(
         path.user_id, query.k, now=time.time(), offset=query.offset,
         diversity=query.diversity, since=query.since, exclude_served=query.exclude_served,
-        min_probability=query.min_probability, collection=query.collection)
+        min_probability=query.min_probability, collection=query.collection, surface="api")
     return reply(reading_list)
 
 

@@ -1,0 +1,1 @@
+"""The service measuring itself: the impression log, its figures, experiments."""
