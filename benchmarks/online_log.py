@@ -40,7 +40,6 @@ import argparse
 import base64
 import gzip
 import json
-import os
 import random
 import shutil
 import statistics

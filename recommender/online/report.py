@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from array import array
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from statistics import median
 from typing import Any
 
@@ -49,33 +50,10 @@ CREDIT = ("like", "open", "click")  # what credits a ranking in an interleaved l
 BINS = 10  # calibration's reliability bins
 ALL = "all"
 NEW_READER_DAYS = 7  # a reader's first like counts if it comes within this of their first list
-
-
-@dataclass
-class Tally:
-    lists: int = 0
-    impressions: int = 0
-    likes: int = 0
-    dislikes: int = 0
-    not_now: int = 0
-    opens: int = 0
-    new_served: int = 0
-    new_liked: int = 0
-    shown_at: list[int] = field(default_factory=lambda: [0] * len(CUTS))
-    liked_at: list[int] = field(default_factory=lambda: [0] * len(CUTS))
-    papers: set[str] = field(default_factory=set)
-
-    def figures(self, corpus_papers: int) -> dict[str, Any]:
-        out: dict[str, Any] = {"lists": self.lists, "impressions": self.impressions,
-                               "likes": self.likes, "dislikes": self.dislikes,
-                               "not_now": self.not_now, "opens": self.opens}
-        for cut, shown, liked in zip(CUTS, self.shown_at, self.liked_at, strict=True):
-            out[f"like_rate@{cut}"] = _rate(liked, shown)
-        out["dislike_rate"] = _rate(self.dislikes, self.impressions)
-        out["coverage"] = _rate(len(self.papers), corpus_papers)
-        out["new_served"] = _rate(self.new_served, self.impressions)
-        out["new_liked"] = _rate(self.new_liked, self.likes)
-        return out
+# What a reader did with a paper served, as bits of one byte (an open and a click are both
+# "opens").
+LIKE, DISLIKE, NOT_NOW, OPEN = 1, 2, 4, 8
+BITS = {"like": LIKE, "dislike": DISLIKE, "not-now": NOT_NOW, "open": OPEN, "click": OPEN}
 
 
 @dataclass
@@ -108,122 +86,301 @@ class Report:
 def build_report(log: EventLog, corpus_papers: int, now: float, *,
                  since: float | None = None,
                  experiments: Sequence[Experiment] = ()) -> Report:
-    """The figures of the events from ``since`` (unix time; None: all) to ``now``."""
-    return summarise(log.lists(since), log.outcomes(since), corpus_papers, now, since=since,
-                     experiments=experiments)
+    """The figures of the events from ``since`` (unix time; None: all) to ``now``. The lists
+    are read as logged (``EventLog.list_records``), not as ``ServedList``: a report reads
+    millions of them."""
+    outcomes = _Outcomes(log.outcomes(since), since)
+    columns = _Columns(outcomes, experiments, since)
+    for data in log.list_records(since):
+        columns.add(data["l"], data["u"], data["s"], float(data["t"]), data["p"], data["v"],
+                    data.get("q", ()), data.get("new", ""), int(data.get("o", 0)),
+                    str(data.get("x", "")))
+    return columns.report(corpus_papers, now, since)
 
 
 def summarise(lists: Iterable[ServedList], outcomes: Iterable[OutcomeEvent],
               corpus_papers: int, now: float, *, since: float | None = None,
               experiments: Sequence[Experiment] = ()) -> Report:
     """``build_report`` over events given (the simulator's, a test's)."""
-    # Outcomes first (few), by list and reader: (list id, user) -> paper -> kinds; then the
-    # lists, once.
-    done: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
-    first_like: dict[str, float] = {}
-    total_outcomes = 0
-    for outcome in outcomes:
-        if since is not None and outcome.at < since:
-            continue
-        total_outcomes += 1
-        done[(outcome.list_id, outcome.user)][outcome.paper].add(outcome.kind)
-        if outcome.kind == "like":
-            first_like[outcome.user] = min(first_like.get(outcome.user, math.inf), outcome.at)
-    tallies: dict[tuple[str, str], Tally] = defaultdict(Tally)
-    daily: dict[tuple[str, str, str], Tally] = defaultdict(Tally)
-    place_shown: dict[str, np.ndarray] = defaultdict(lambda: np.zeros(PLACES, np.int64))
-    place_liked: dict[str, np.ndarray] = defaultdict(lambda: np.zeros(PLACES, np.int64))
-    first_list: dict[str, float] = {}
-    interleaved: dict[str, _Interleaved] = defaultdict(_Interleaved)
-    reader_rates: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(
-        lambda: [0, 0]))  # experiment -> "variant\0user" -> [liked, shown] at places <= 10
-    calibration: list[tuple[float, int]] = []
-    matched = 0
-    seen_lists: set[str] = set()
-    by_id = {e.id: e for e in experiments}
-    count_lists = 0
+    columns = _Columns(_Outcomes(outcomes, since), experiments, since)
     for served in lists:
-        if (since is not None and served.at < since) or served.list_id in seen_lists:
-            continue
-        seen_lists.add(served.list_id)
-        count_lists += 1
-        first_list[served.user] = min(first_list.get(served.user, math.inf), served.at)
-        actions = done.get((served.list_id, served.user))
-        day = _day(served.at)
-        variants_here = set()
+        columns.add(served.list_id, served.user, served.surface, served.at, served.papers,
+                    served.variants, served.probability,
+                    "".join("1" if new else "0" for new in served.new), served.offset,
+                    served.experiment)
+    return columns.report(corpus_papers, now, since)
+
+
+class _Outcomes:
+    """The outcomes (few), read before the lists: by list and reader, (list id, user) ->
+    paper -> kinds; each reader's first like."""
+
+    def __init__(self, outcomes: Iterable[OutcomeEvent], since: float | None) -> None:
+        self.done: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(
+            lambda: defaultdict(set))
+        self.first_like: dict[str, float] = {}
+        self.total = 0
+        for outcome in outcomes:
+            if since is not None and outcome.at < since:
+                continue
+            self.total += 1
+            self.done[(outcome.list_id, outcome.user)][outcome.paper].add(outcome.kind)
+            if outcome.kind == "like":
+                self.first_like[outcome.user] = min(self.first_like.get(outcome.user, math.inf),
+                                                    outcome.at)
+
+
+def _codes() -> defaultdict[str, int]:
+    """Names to small integers, a new name getting the next (``map(codes.__getitem__, ...)``
+    codes a list of names without a Python loop)."""
+    codes: defaultdict[str, int] = defaultdict()
+    codes.default_factory = codes.__len__
+    return codes
+
+
+class _Columns:
+    """The lists served as columns: per list (its length, first place, surface, day, reader,
+    experiment) and per paper served (paper, variant, probability shown, new, what the reader
+    did with it), coded as small integers; the figures are counted over them with numpy. Each
+    outcome is joined to its paper as the list is read."""
+
+    def __init__(self, outcomes: _Outcomes, experiments: Sequence[Experiment],
+                 since: float | None) -> None:
+        self.outcomes = outcomes
+        self.experiments = list(experiments)
+        self.by_id = {e.id: n for n, e in enumerate(self.experiments)}
+        self.interleaved = [_Interleaved() for _ in self.experiments]
+        self.since = since
+        self.papers, self.variants, self.surfaces = _codes(), _codes(), _codes()
+        self.days, self.users = _codes(), _codes()
+        self.day_codes: dict[int, int] = {}  # unix day -> the code of its date
+        self.seen: set[str] = set()
+        self.first_list: dict[str, float] = {}
+        self.matched = 0
+        self.size = 0  # papers served so far
+        # per list
+        self.length, self.offset, self.day, self.user = (array("i"), array("i"),
+                                                         array("i"), array("i"))
+        self.surface, self.experiment = array("h"), array("h")
+        # per paper served
+        self.paper, self.variant = array("i"), array("h")
+        self.probability = array("d")
+        self.new: list[str] = []
+        self.marked, self.bits = array("q"), array("B")  # papers with an outcome
+
+    def add(self, list_id: str, user: str, surface: str, at: float, papers: Sequence[str],
+            variants: str | Sequence[str], probability: Sequence[float], new: str,
+            offset: int, experiment: str) -> None:
+        """One list served: ``variants`` one name for all its papers or one per paper,
+        ``new`` a character per paper ("1": new)."""
+        if (self.since is not None and at < self.since) or list_id in self.seen:
+            return
+        self.seen.add(list_id)
+        if at < self.first_list.get(user, math.inf):
+            self.first_list[user] = at
+        n = len(papers)
+        unix_day = int(at // 86400)
+        day = self.day_codes.get(unix_day)
+        if day is None:
+            day = self.day_codes[unix_day] = self.days[_day(at)]
+        code = self.by_id.get(experiment, -1)
+        self.length.append(n)
+        self.offset.append(offset)
+        self.day.append(day)
+        self.user.append(self.users[user])
+        self.surface.append(self.surfaces[surface])
+        self.experiment.append(code)
+        self.paper.extend(map(self.papers.__getitem__, papers))
+        if isinstance(variants, str):
+            self.variant.extend([self.variants[variants]] * n)
+        else:
+            names = [*variants[:n], *[""] * (n - len(variants))]
+            self.variant.extend(map(self.variants.__getitem__, names))
+        if len(probability) == n:
+            self.probability.extend(probability)
+        else:
+            self.probability.extend([*probability[:n], *[math.nan] * (n - len(probability))])
+        self.new.append(new if len(new) == n else (new + "0" * n)[:n])
+        actions = self.outcomes.done.get((list_id, user))
+        if actions:
+            for i, paper in enumerate(papers):
+                kinds = actions.get(paper)
+                if kinds:
+                    self.matched += len(kinds)
+                    self.marked.append(self.size + i)
+                    self.bits.append(_bits(kinds))
+        if code >= 0 and self.experiments[code].mode == "interleave":
+            self._credit(self.experiments[code], self.interleaved[code], papers, variants,
+                         actions)
+        self.size += n
+
+    @staticmethod
+    def _credit(experiment: Experiment, tally: _Interleaved, papers: Sequence[str],
+                variants: str | Sequence[str], actions: dict[str, set[str]] | None) -> None:
+        """An interleaved list is won by the team credited with more likes, opens and clicks
+        of its papers."""
+        tally.impressions += len(papers)
         credits = [0, 0]
-        experiment = by_id.get(served.experiment)
-        for i, paper in enumerate(served.papers):
-            variant = served.variants[i] if i < len(served.variants) else ""
-            place = served.offset + i + 1
-            kinds = actions.get(paper, set()) if actions else set()
-            if kinds:
-                matched += len(kinds)
-            liked = "like" in kinds
-            new = i < len(served.new) and served.new[i]
-            for tally in (tallies[(variant, served.surface)], tallies[(variant, ALL)],
-                          daily[(day, variant, served.surface)]):
-                _count(tally, paper, place, kinds, new, variant not in variants_here)
-            variants_here.add(variant)
-            if place <= PLACES:
-                place_shown[variant][place - 1] += 1
-                place_liked[variant][place - 1] += liked
-            if i < len(served.probability) and served.probability[i] == served.probability[i]:
-                calibration.append((served.probability[i], int(liked)))
-            if experiment is not None and kinds & set(CREDIT):
+        for i, paper in enumerate(papers if actions else ()):
+            kinds = actions.get(paper) if actions else None
+            if kinds and not kinds.isdisjoint(CREDIT):
+                variant = variants if isinstance(variants, str) else (
+                    variants[i] if i < len(variants) else "")
                 if variant == experiment.production:
                     credits[0] += 1
                 elif variant == experiment.candidate:
                     credits[1] += 1
-            if experiment is not None and experiment.mode == "ab" and place <= 10:
-                rate = reader_rates[experiment.id][f"{variant}\0{served.user}"]
-                rate[0] += liked
-                rate[1] += 1
-        if experiment is not None and experiment.mode == "interleave":
-            tally_i = interleaved[experiment.id]
-            tally_i.impressions += len(served.papers)
-            if credits[0] > credits[1]:
-                tally_i.production_wins += 1
-            elif credits[1] > credits[0]:
-                tally_i.candidate_wins += 1
-            else:
-                tally_i.ties += 1
-    variants: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
-    for (variant, surface), tally in sorted(tallies.items()):
-        variants[variant][surface] = tally.figures(corpus_papers)
-    days = [{"day": day, "variant": variant, "surface": surface, **tally.figures(corpus_papers)}
-            for (day, variant, surface), tally in sorted(daily.items())]
-    places = {variant: [_rate(int(place_liked[variant][p]), int(shown[p]))
-                        for p in range(PLACES)] for variant, shown in sorted(place_shown.items())}
-    waits = [first_like[user] - start for user, start in first_list.items()
-             if user in first_like and 0 <= first_like[user] - start
-             <= NEW_READER_DAYS * 86400]
-    new_readers = {"readers": len(first_list), "liked_within_days": NEW_READER_DAYS,
-                   "liked": len(waits),
-                   "median_hours_to_first_like": round(median(waits) / 3600, 2)
-                   if waits else None}
-    return Report(since, now, corpus_papers, dict(variants), days, places, new_readers,
-                  [_experiment_result(e, interleaved.get(e.id), reader_rates.get(e.id))
-                   for e in experiments], reliability(calibration), count_lists,
-                  total_outcomes, total_outcomes - matched)
+        if credits[0] > credits[1]:
+            tally.production_wins += 1
+        elif credits[1] > credits[0]:
+            tally.candidate_wins += 1
+        else:
+            tally.ties += 1
+
+    def report(self, corpus_papers: int, now: float, since: float | None) -> Report:
+        lengths = _column(self.length).astype(np.int64)
+        of_list = np.repeat(np.arange(len(lengths)), lengths)  # each paper's list
+        starts = np.cumsum(lengths) - lengths
+        place = _column(self.offset)[of_list] + np.arange(self.size) - starts[of_list] + 1
+        variant = _column(self.variant).astype(np.int64)
+        n_variants, n_surfaces = len(self.variants), len(self.surfaces)
+        by_surface = variant * n_surfaces + _column(self.surface)[of_list]
+        by_day = _column(self.day)[of_list].astype(np.int64) * (n_variants * n_surfaces) \
+            + by_surface
+        bits = np.zeros(self.size, np.uint8)
+        bits[_column(self.marked)] = _column(self.bits)
+        liked = (bits & LIKE) != 0
+        new = np.frombuffer("".join(self.new).encode("ascii", "replace"), np.uint8) == ord("1")
+        # The first paper of each variant in its list: that list counts for the variant.
+        first = np.zeros(self.size, bool)
+        first[np.unique(of_list * max(n_variants, 1) + variant, return_index=True)[1]] = True
+        counts = _Counts(first, bits, liked, new, place)
+        distinct = _distinct(by_day, _column(self.paper), len(self.papers),
+                             n_variants * n_surfaces, n_surfaces)
+        variant_names, surface_names = list(self.variants), list(self.surfaces)
+        rows = []
+        for group, figures in counts.figures(by_surface, n_variants * n_surfaces,
+                                             distinct[1], corpus_papers):
+            rows.append((variant_names[group // n_surfaces], surface_names[group % n_surfaces],
+                         figures))
+        for group, figures in counts.figures(variant, n_variants, distinct[2], corpus_papers):
+            rows.append((variant_names[group], ALL, figures))
+        variants: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+        for name, surface, figures in sorted(rows, key=lambda row: row[:2]):
+            variants[name][surface] = figures
+        day_names = list(self.days)
+        days = sorted(({"day": day_names[group // (n_variants * n_surfaces)],
+                        "variant": variant_names[group // n_surfaces % n_variants],
+                        "surface": surface_names[group % n_surfaces], **figures}
+                       for group, figures in counts.figures(
+                           by_day, len(day_names) * n_variants * n_surfaces, distinct[0],
+                           corpus_papers)),
+                      key=lambda row: (row["day"], row["variant"], row["surface"]))
+        probability = _column(self.probability)
+        shown = ~np.isnan(probability)
+        waits = [self.outcomes.first_like[user] - start
+                 for user, start in self.first_list.items()
+                 if user in self.outcomes.first_like
+                 and 0 <= self.outcomes.first_like[user] - start <= NEW_READER_DAYS * 86400]
+        new_readers = {"readers": len(self.first_list), "liked_within_days": NEW_READER_DAYS,
+                       "liked": len(waits),
+                       "median_hours_to_first_like": round(median(waits) / 3600, 2)
+                       if waits else None}
+        results = [_experiment_result(e, self.interleaved[n], self._rates(
+            n, variant, of_list, place, liked, variant_names) if e.mode == "ab" else None)
+            for n, e in enumerate(self.experiments)]
+        total = self.outcomes.total
+        return Report(since, now, corpus_papers, dict(variants), days,
+                      _places(variant, place, liked, variant_names), new_readers, results,
+                      _reliability(probability[shown], liked[shown]), len(lengths), total,
+                      total - self.matched)
+
+    def _rates(self, code: int, variant: np.ndarray, of_list: np.ndarray, place: np.ndarray,
+               liked: np.ndarray, variant_names: list[str]) -> dict[str, list[int]]:
+        """An A/B experiment's readers: "variant\\0user" -> [liked, shown] at places 1 to 10,
+        in the order first served."""
+        inside = (_column(self.experiment)[of_list] == code) & (place <= 10)
+        users = _column(self.user)[of_list][inside].astype(np.int64)
+        keys = variant[inside] * max(len(self.users), 1) + users
+        found, firsts, which = np.unique(keys, return_index=True, return_inverse=True)
+        liked_per = np.bincount(which, liked[inside], minlength=len(found))
+        shown_per = np.bincount(which, minlength=len(found))
+        user_names = list(self.users)
+        return {f"{variant_names[int(found[k]) // len(user_names)]}\0"
+                f"{user_names[int(found[k]) % len(user_names)]}":
+                [int(liked_per[k]), int(shown_per[k])] for k in np.argsort(firsts)}
 
 
-def _count(tally: Tally, paper: str, place: int, kinds: set[str], new: bool,
-           first_of_list: bool) -> None:
-    tally.lists += first_of_list
-    tally.impressions += 1
-    tally.papers.add(paper)
-    liked = "like" in kinds
-    tally.likes += liked
-    tally.dislikes += "dislike" in kinds
-    tally.not_now += "not-now" in kinds
-    tally.opens += bool(kinds & {"open", "click"})
-    tally.new_served += new
-    tally.new_liked += new and liked
-    for c, cut in enumerate(CUTS):
-        if place <= cut:
-            tally.shown_at[c] += 1
-            tally.liked_at[c] += liked
+class _Counts:
+    """The per paper columns a tally counts, and its figures per group."""
+
+    def __init__(self, first: np.ndarray, bits: np.ndarray, liked: np.ndarray,
+                 new: np.ndarray, place: np.ndarray) -> None:
+        self.columns = {"lists": first, "likes": liked, "dislikes": (bits & DISLIKE) != 0,
+                        "not_now": (bits & NOT_NOW) != 0, "opens": (bits & OPEN) != 0,
+                        "new_served": new, "new_liked": new & liked}
+        self.cuts = [(place <= cut, (place <= cut) & liked) for cut in CUTS]
+
+    def figures(self, groups: np.ndarray, size: int, papers: np.ndarray,
+                corpus_papers: int) -> Iterable[tuple[int, dict[str, Any]]]:
+        """(group, its figures) of each group with papers served."""
+        def count(column: np.ndarray | None = None) -> list[int]:
+            return [int(x) for x in np.bincount(groups, column, minlength=size).round()]
+
+        impressions = count()
+        sums = {name: count(column) for name, column in self.columns.items()}
+        cuts = [(count(shown), count(liked)) for shown, liked in self.cuts]
+        for group in np.flatnonzero(np.asarray(impressions)):
+            out: dict[str, Any] = {"lists": sums["lists"][group],
+                                   "impressions": impressions[group]}
+            out.update((name, sums[name][group])
+                       for name in ("likes", "dislikes", "not_now", "opens"))
+            for cut, (shown, liked) in zip(CUTS, cuts, strict=True):
+                out[f"like_rate@{cut}"] = _rate(liked[group], shown[group])
+            out["dislike_rate"] = _rate(sums["dislikes"][group], impressions[group])
+            out["coverage"] = _rate(int(papers[group]), corpus_papers)
+            out["new_served"] = _rate(sums["new_served"][group], impressions[group])
+            out["new_liked"] = _rate(sums["new_liked"][group], sums["likes"][group])
+            yield int(group), out
+
+
+def _distinct(by_day: np.ndarray, paper: np.ndarray, papers: int, variant_surfaces: int,
+              surfaces: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct papers served per (day, variant, surface), per (variant, surface) and per
+    variant: each from the distinct pairs of the one before."""
+    papers = max(papers, 1)
+    pairs = np.unique(by_day * papers + paper)
+    per_day = np.bincount(pairs // papers)
+    pairs = np.unique(pairs // papers % variant_surfaces * papers + pairs % papers)
+    per_surface = np.bincount(pairs // papers, minlength=variant_surfaces)
+    pairs = np.unique(pairs // papers // surfaces * papers + pairs % papers)
+    per_variant = np.bincount(pairs // papers, minlength=variant_surfaces // max(surfaces, 1))
+    return per_day, per_surface, per_variant
+
+
+def _places(variant: np.ndarray, place: np.ndarray, liked: np.ndarray,
+            names: list[str]) -> dict[str, list[float | None]]:
+    """The like rate by place, 1 to ``PLACES``, of each variant served there."""
+    inside = (place >= 1) & (place <= PLACES)
+    keys = variant[inside] * PLACES + place[inside] - 1
+    size = len(names) * PLACES
+    shown = np.bincount(keys, minlength=size).reshape(-1, PLACES)
+    hits = np.bincount(keys, liked[inside], minlength=size).round().astype(np.int64).reshape(
+        -1, PLACES)
+    return {names[v]: [_rate(int(hits[v, p]), int(shown[v, p])) for p in range(PLACES)]
+            for v in sorted(np.flatnonzero(shown.sum(axis=1)), key=lambda v: names[v])}
+
+
+def _column(values: array[Any]) -> np.ndarray:
+    return (np.frombuffer(values, values.typecode) if len(values)
+            else np.zeros(0, values.typecode))
+
+
+def _bits(kinds: set[str]) -> int:
+    found = 0
+    for kind in kinds:
+        found |= BITS.get(kind, 0)
+    return found
 
 
 def _experiment_result(experiment: Experiment, interleaved: _Interleaved | None,
@@ -252,10 +409,15 @@ def reliability(pairs: Sequence[tuple[float, int]]) -> dict[str, Any]:
     """How the probability shown compares with the share liked: the expected calibration
     error over ``BINS`` equal-width bins, and each bin's (mean probability, share liked,
     papers)."""
-    if not pairs:
+    return _reliability(np.asarray([p for p, _ in pairs], np.float64),
+                        np.asarray([y for _, y in pairs], np.float64))
+
+
+def _reliability(probability: np.ndarray, labels: np.ndarray) -> dict[str, Any]:
+    """``reliability`` of the probabilities shown and whether each paper was liked."""
+    if not len(probability):
         return {"items": 0, "ece": None, "bins": []}
-    probability = np.asarray([p for p, _ in pairs], np.float64)
-    labels = np.asarray([y for _, y in pairs], np.float64)
+    labels = labels.astype(np.float64)
     which = np.minimum((probability * BINS).astype(np.int64), BINS - 1)
     bins = []
     error = 0.0
@@ -266,7 +428,7 @@ def reliability(pairs: Sequence[tuple[float, int]]) -> dict[str, Any]:
             error += inside.sum() * abs(share - mean_p)
             bins.append({"probability": round(mean_p, 4), "liked": round(share, 4),
                          "items": int(inside.sum())})
-    return {"items": len(pairs), "ece": round(error / len(pairs), 4), "bins": bins}
+    return {"items": len(probability), "ece": round(error / len(probability), 4), "bins": bins}
 
 
 def _rate(part: int, whole: int) -> float | None:
