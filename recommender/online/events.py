@@ -41,6 +41,7 @@ import re
 import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -57,6 +58,9 @@ OUTCOMES: tuple[Outcome, ...] = ("like", "dislike", "not-now", "open", "click")
 LIST_ID = re.compile(r"^[A-Za-z0-9_-]{16}$")
 READ_BATCH = 10_000  # stream entries per XRANGE
 FIELD = "e"  # the one field of a stream entry: the event's JSON
+# A list's scores in its JSON, and the comma after them ("q" follows): a key, never inside a
+# string, where a quote is escaped.
+SCORES = re.compile(r'"z":\[[^\]]*\],')
 
 
 def new_list_id() -> str:
@@ -195,11 +199,14 @@ class EventLog:
         for event in self.list_records(since):
             yield ServedList.from_json(event)
 
-    def list_records(self, since: float | None = None) -> Iterator[dict[str, Any]]:
+    def list_records(self, since: float | None = None,
+                     scores: bool = True) -> Iterator[dict[str, Any]]:
         """The lists served as logged (``ServedList.to_json``), oldest first: what the report
-        reads, millions of them, without making a ``ServedList`` of each."""
+        reads, millions of them, without making a ``ServedList`` of each. ``scores`` False:
+        the daily files' lists without their papers' scores (``z``), which the report does
+        not read."""
         for path in self._files("lists", since):
-            yield from _read_lines(path)
+            yield from _read_lines(path, scores)
         for _, event in self._stream(self._exported()):
             if event["k"] == "list":
                 yield event
@@ -315,11 +322,17 @@ class EventLog:
         return {"lists_logged": lists, "outcomes_logged": outcomes}
 
 
-def _read_lines(path: Path) -> Iterator[dict[str, Any]]:
+def _read_lines(path: Path, scores: bool = True) -> Iterator[dict[str, Any]]:
+    """The events of a daily file, parsed ``READ_BATCH`` lines at a time as one JSON array
+    (a third faster than line by line); ``scores`` False: lists without their papers' scores
+    (``z``), cut from the text before parsing."""
     with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                yield json.loads(line)
+        while chunk := list(islice(handle, READ_BATCH)):
+            text = ",".join(line for line in chunk if line.strip())
+            if not scores:
+                text = SCORES.sub("", text)
+            if text:
+                yield from json.loads(f"[{text}]")
 
 
 def _day(at: float) -> str:
