@@ -187,12 +187,17 @@ class EventLog:
 
     def outcomes(self, since: float | None = None) -> Iterator[OutcomeEvent]:
         """The outcomes, oldest first."""
+        for event in self.outcome_records(since):
+            yield OutcomeEvent.from_json(event)
+
+    def outcome_records(self, since: float | None = None) -> Iterator[dict[str, Any]]:
+        """The outcomes as logged (``OutcomeEvent.to_json``), oldest first (``list_records``
+        says why)."""
         for path in self._files("outcomes", since):
-            for event in _read_lines(path):
-                yield OutcomeEvent.from_json(event)
+            yield from _read_lines(path)
         for _, event in self._stream(self._exported()):
             if event["k"] != "list":
-                yield OutcomeEvent.from_json(event)
+                yield event
 
     def lists(self, since: float | None = None) -> Iterator[ServedList]:
         """The lists served, oldest first."""

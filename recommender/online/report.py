@@ -46,14 +46,13 @@ from recommender.online.experiments import (
 
 CUTS = (1, 5, 10)
 PLACES = 20  # like rate by place, 1 to this
-CREDIT = ("like", "open", "click")  # what credits a ranking in an interleaved list
 BINS = 10  # calibration's reliability bins
 ALL = "all"
 NEW_READER_DAYS = 7  # a reader's first like counts if it comes within this of their first list
-# What a reader did with a paper served, as bits of one byte (an open and a click are both
-# "opens").
-LIKE, DISLIKE, NOT_NOW, OPEN = 1, 2, 4, 8
-BITS = {"like": LIKE, "dislike": DISLIKE, "not-now": NOT_NOW, "open": OPEN, "click": OPEN}
+# What a reader did with a paper served, as bits (the figures read the first byte).
+LIKE, DISLIKE, NOT_NOW, OPEN, CLICK = 1, 2, 4, 8, 16
+BITS = {"like": LIKE, "dislike": DISLIKE, "not-now": NOT_NOW, "open": OPEN, "click": CLICK}
+CREDIT = LIKE | OPEN | CLICK  # what credits a ranking in an interleaved list
 
 
 @dataclass
@@ -86,15 +85,14 @@ class Report:
 def build_report(log: EventLog, corpus_papers: int, now: float, *,
                  since: float | None = None,
                  experiments: Sequence[Experiment] = ()) -> Report:
-    """The figures of the events from ``since`` (unix time; None: all) to ``now``. The lists
-    are read as logged (``EventLog.list_records``), not as ``ServedList``: a report reads
-    millions of them."""
-    outcomes = _Outcomes(log.outcomes(since), since)
+    """The figures of the events from ``since`` (unix time; None: all) to ``now``. The events
+    are read as logged (``EventLog.list_records``, ``outcome_records``), not as
+    ``ServedList`` and ``OutcomeEvent``: a report reads millions of them."""
+    outcomes = _Outcomes(since)
+    for data in log.outcome_records(since):
+        outcomes.add(data["k"], data["u"], data["l"], data["p"], float(data["t"]))
     columns = _Columns(outcomes, experiments, since)
-    for data in log.list_records(since, scores=False):
-        columns.add(data["l"], data["u"], data["s"], float(data["t"]), data["p"], data["v"],
-                    data.get("q", ()), data.get("new", ""), int(data.get("o", 0)),
-                    str(data.get("x", "")))
+    columns.read(log.list_records(since, scores=False))
     return columns.report(corpus_papers, now, since)
 
 
@@ -102,32 +100,41 @@ def summarise(lists: Iterable[ServedList], outcomes: Iterable[OutcomeEvent],
               corpus_papers: int, now: float, *, since: float | None = None,
               experiments: Sequence[Experiment] = ()) -> Report:
     """``build_report`` over events given (the simulator's, a test's)."""
-    columns = _Columns(_Outcomes(outcomes, since), experiments, since)
-    for served in lists:
-        columns.add(served.list_id, served.user, served.surface, served.at, served.papers,
-                    served.variants, served.probability,
-                    "".join("1" if new else "0" for new in served.new), served.offset,
-                    served.experiment)
+    done = _Outcomes(since)
+    for outcome in outcomes:
+        done.add(outcome.kind, outcome.user, outcome.list_id, outcome.paper, outcome.at)
+    columns = _Columns(done, experiments, since)
+    columns.read({"l": s.list_id, "u": s.user, "s": s.surface, "t": s.at, "p": s.papers,
+                  "v": s.variants, "q": s.probability, "o": s.offset, "x": s.experiment,
+                  "new": "".join("1" if new else "0" for new in s.new)} for s in lists)
     return columns.report(corpus_papers, now, since)
 
 
 class _Outcomes:
-    """The outcomes (few), read before the lists: by list and reader, (list id, user) ->
-    paper -> kinds; each reader's first like."""
+    """The outcomes (few), read before the lists: (list id, user) -> paper -> the kinds done
+    (bits, ``BITS``; a kind of another name gets a bit of its own); each reader's first
+    like."""
 
-    def __init__(self, outcomes: Iterable[OutcomeEvent], since: float | None) -> None:
-        self.done: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(
-            lambda: defaultdict(set))
+    def __init__(self, since: float | None) -> None:
+        self.since = -math.inf if since is None else since
+        self.done: dict[tuple[str, str], dict[str, int]] = {}
         self.first_like: dict[str, float] = {}
         self.total = 0
-        for outcome in outcomes:
-            if since is not None and outcome.at < since:
-                continue
-            self.total += 1
-            self.done[(outcome.list_id, outcome.user)][outcome.paper].add(outcome.kind)
-            if outcome.kind == "like":
-                self.first_like[outcome.user] = min(self.first_like.get(outcome.user, math.inf),
-                                                    outcome.at)
+        self.bits = dict(BITS)
+
+    def add(self, kind: str, user: str, list_id: str, paper: str, at: float) -> None:
+        if at < self.since:
+            return
+        self.total += 1
+        bit = self.bits.get(kind)
+        if bit is None:
+            bit = self.bits[kind] = 1 << len(self.bits)
+        papers = self.done.get((list_id, user))
+        if papers is None:
+            papers = self.done[(list_id, user)] = {}
+        papers[paper] = papers.get(paper, 0) | bit
+        if kind == "like" and at < self.first_like.get(user, math.inf):
+            self.first_like[user] = at
 
 
 def _codes() -> defaultdict[str, int]:
@@ -150,10 +157,9 @@ class _Columns:
         self.experiments = list(experiments)
         self.by_id = {e.id: n for n, e in enumerate(self.experiments)}
         self.interleaved = [_Interleaved() for _ in self.experiments]
-        self.since = since
+        self.since = -math.inf if since is None else since
         self.papers, self.variants, self.surfaces = _codes(), _codes(), _codes()
         self.days, self.users = _codes(), _codes()
-        self.day_codes: dict[int, int] = {}  # unix day -> the code of its date
         self.seen: set[str] = set()
         self.first_list: dict[str, float] = {}
         self.matched = 0
@@ -168,62 +174,81 @@ class _Columns:
         self.new: list[str] = []
         self.marked, self.bits = array("q"), array("B")  # papers with an outcome
 
-    def add(self, list_id: str, user: str, surface: str, at: float, papers: Sequence[str],
-            variants: str | Sequence[str], probability: Sequence[float], new: str,
-            offset: int, experiment: str) -> None:
-        """One list served: ``variants`` one name for all its papers or one per paper,
-        ``new`` a character per paper ("1": new)."""
-        if (self.since is not None and at < self.since) or list_id in self.seen:
-            return
-        self.seen.add(list_id)
-        if at < self.first_list.get(user, math.inf):
-            self.first_list[user] = at
-        n = len(papers)
-        unix_day = int(at // 86400)
-        day = self.day_codes.get(unix_day)
-        if day is None:
-            day = self.day_codes[unix_day] = self.days[_day(at)]
-        code = self.by_id.get(experiment, -1)
-        self.length.append(n)
-        self.offset.append(offset)
-        self.day.append(day)
-        self.user.append(self.users[user])
-        self.surface.append(self.surfaces[surface])
-        self.experiment.append(code)
-        self.paper.extend(map(self.papers.__getitem__, papers))
-        if isinstance(variants, str):
-            self.variant.extend([self.variants[variants]] * n)
-        else:
-            names = [*variants[:n], *[""] * (n - len(variants))]
-            self.variant.extend(map(self.variants.__getitem__, names))
-        if len(probability) == n:
-            self.probability.extend(probability)
-        else:
-            self.probability.extend([*probability[:n], *[math.nan] * (n - len(probability))])
-        self.new.append(new if len(new) == n else (new + "0" * n)[:n])
-        actions = self.outcomes.done.get((list_id, user))
-        if actions:
-            for i, paper in enumerate(papers):
-                kinds = actions.get(paper)
-                if kinds:
-                    self.matched += len(kinds)
-                    self.marked.append(self.size + i)
-                    self.bits.append(_bits(kinds))
-        if code >= 0 and self.experiments[code].mode == "interleave":
-            self._credit(self.experiments[code], self.interleaved[code], papers, variants,
-                         actions)
-        self.size += n
+    def read(self, records: Iterable[dict[str, Any]]) -> None:
+        """Add the lists served, each as logged (``ServedList.to_json``: ``v`` one variant
+        for all its papers or one per paper, ``new`` a character per paper, "1": new). The
+        loop the report spends its time in: every name it uses is bound once."""
+        since, seen, first_list, inf = self.since, self.seen, self.first_list, math.inf
+        day_codes: dict[int, int] = {}  # unix day -> the code of its date
+        days, users, surfaces, variants = self.days, self.users, self.surfaces, self.variants
+        paper_code, variant_code = self.papers.__getitem__, variants.__getitem__
+        by_id, done = self.by_id, self.outcomes.done
+        interleave = {n for n, e in enumerate(self.experiments) if e.mode == "interleave"}
+        add_length, add_offset, add_day = (self.length.append, self.offset.append,
+                                           self.day.append)
+        add_user, add_surface, add_experiment = (self.user.append, self.surface.append,
+                                                 self.experiment.append)
+        add_papers, add_variants = self.paper.extend, self.variant.extend
+        add_probability, add_new = self.probability.extend, self.new.append
+        size = self.size
+        for data in records:
+            list_id, at = data["l"], float(data["t"])
+            if at < since or list_id in seen:
+                continue
+            seen.add(list_id)
+            user = data["u"]
+            if at < first_list.get(user, inf):
+                first_list[user] = at
+            papers = data["p"]
+            n = len(papers)
+            day = day_codes.get(int(at // 86400))
+            if day is None:
+                day = day_codes[int(at // 86400)] = days[_day(at)]
+            experiment = by_id.get(data.get("x", ""), -1)
+            add_length(n)
+            add_offset(int(data.get("o", 0)))
+            add_day(day)
+            add_user(users[user])
+            add_surface(surfaces[data["s"]])
+            add_experiment(experiment)
+            add_papers(map(paper_code, papers))
+            names = data["v"]
+            if isinstance(names, str):
+                add_variants([variants[names]] * n)
+            else:
+                add_variants(map(variant_code, [*names[:n], *[""] * (n - len(names))]))
+            shown = data.get("q", ())
+            add_probability(shown if len(shown) == n
+                            else [*shown[:n], *[math.nan] * (n - len(shown))])
+            new = data.get("new", "")
+            add_new(new if len(new) == n else (new + "0" * n)[:n])
+            actions = done.get((list_id, user))
+            if actions:
+                self._join(actions, papers, size)
+            if experiment in interleave:
+                self._credit(self.experiments[experiment], self.interleaved[experiment],
+                             papers, names, actions)
+            size += n
+        self.size = size
+
+    def _join(self, actions: dict[str, int], papers: Sequence[str], start: int) -> None:
+        """The outcomes of a list's papers, as bits of their rows."""
+        for i, paper in enumerate(papers):
+            bits = actions.get(paper)
+            if bits:
+                self.matched += bits.bit_count()
+                self.marked.append(start + i)
+                self.bits.append(bits & 0xFF)
 
     @staticmethod
     def _credit(experiment: Experiment, tally: _Interleaved, papers: Sequence[str],
-                variants: str | Sequence[str], actions: dict[str, set[str]] | None) -> None:
+                variants: str | Sequence[str], actions: dict[str, int] | None) -> None:
         """An interleaved list is won by the team credited with more likes, opens and clicks
         of its papers."""
         tally.impressions += len(papers)
         credits = [0, 0]
         for i, paper in enumerate(papers if actions else ()):
-            kinds = actions.get(paper) if actions else None
-            if kinds and not kinds.isdisjoint(CREDIT):
+            if actions and actions.get(paper, 0) & CREDIT:
                 variant = variants if isinstance(variants, str) else (
                     variants[i] if i < len(variants) else "")
                 if variant == experiment.production:
@@ -238,11 +263,14 @@ class _Columns:
             tally.ties += 1
 
     def report(self, corpus_papers: int, now: float, since: float | None) -> Report:
-        lengths = _column(self.length).astype(np.int64)
-        of_list = np.repeat(np.arange(len(lengths)), lengths)  # each paper's list
-        starts = np.cumsum(lengths) - lengths
-        place = _column(self.offset)[of_list] + np.arange(self.size) - starts[of_list] + 1
-        variant = _column(self.variant).astype(np.int64)
+        width = np.int32 if self.size < 2**31 else np.int64
+        lengths = _column(self.length)
+        of_list = np.repeat(np.arange(len(lengths), dtype=width), lengths)  # each paper's list
+        starts = (np.cumsum(lengths, dtype=width) - lengths).astype(width)
+        place = _column(self.offset)[of_list] + np.arange(self.size, dtype=width) \
+            - starts[of_list] + 1
+        del starts
+        variant = _column(self.variant).astype(np.int64)  # groups as bincount wants them
         n_variants, n_surfaces = len(self.variants), len(self.surfaces)
         by_surface = variant * n_surfaces + _column(self.surface)[of_list]
         by_day = _column(self.day)[of_list].astype(np.int64) * (n_variants * n_surfaces) \
@@ -252,8 +280,14 @@ class _Columns:
         liked = (bits & LIKE) != 0
         new = np.frombuffer("".join(self.new).encode("ascii", "replace"), np.uint8) == ord("1")
         # The first paper of each variant in its list: that list counts for the variant.
+        # (A list's papers are consecutive rows: the first row of each run of one list among
+        # the rows of a variant.)
         first = np.zeros(self.size, bool)
-        first[np.unique(of_list * max(n_variants, 1) + variant, return_index=True)[1]] = True
+        for code in range(n_variants):
+            served = np.flatnonzero(variant == code)
+            runs = np.ones(len(served), bool)
+            np.not_equal(of_list[served[1:]], of_list[served[:-1]], out=runs[1:])
+            first[served[runs]] = True
         counts = _Counts(first, bits, liked, new, place)
         distinct = _distinct(by_day, _column(self.paper), len(self.papers),
                              n_variants * n_surfaces, n_surfaces)
@@ -317,7 +351,7 @@ class _Counts:
     def __init__(self, first: np.ndarray, bits: np.ndarray, liked: np.ndarray,
                  new: np.ndarray, place: np.ndarray) -> None:
         self.columns = {"lists": first, "likes": liked, "dislikes": (bits & DISLIKE) != 0,
-                        "not_now": (bits & NOT_NOW) != 0, "opens": (bits & OPEN) != 0,
+                        "not_now": (bits & NOT_NOW) != 0, "opens": (bits & (OPEN | CLICK)) != 0,
                         "new_served": new, "new_liked": new & liked}
         self.cuts = [(place <= cut, (place <= cut) & liked) for cut in CUTS]
 
@@ -349,7 +383,7 @@ def _distinct(by_day: np.ndarray, paper: np.ndarray, papers: int, variant_surfac
     """Distinct papers served per (day, variant, surface), per (variant, surface) and per
     variant: each from the distinct pairs of the one before."""
     papers = max(papers, 1)
-    pairs = _unique(by_day * papers + paper)
+    pairs = _unique(by_day * papers + paper)  # by_day: int64
     per_day = np.bincount(pairs // papers)
     pairs = _unique(pairs // papers % variant_surfaces * papers + pairs % papers)
     per_surface = np.bincount(pairs // papers, minlength=variant_surfaces)
