@@ -9,7 +9,9 @@ Three parts, each a part of the results file (``--parts`` picks them):
   now=..., surface="api")`` (the list logged: one XADD) against the same call with
   ``surface=None`` (nothing logged), in interleaved pairs (the order alternating), after 20 of
   each to warm up, with one BLAS and one FAISS thread as a gunicorn worker ranks; p50 and p99
-  of each, and of the per-pair difference (logged less not logged). Then the XADD alone
+  of each and of the per-pair difference (logged less not logged), in wall-clock time and in
+  the process's CPU time (which other processes on a shared machine disturb far less; the
+  Redis server's own work is not in it). Then the XADD alone
   (``EventLog.served`` of a list as served) and its JSON encoding alone. Against a real Redis
   (``--redis-url``), in a namespace of its own deleted at the end.
 - ``storage``: ``--storage-lists`` generated lists of 10 papers (as the report part writes
@@ -262,6 +264,7 @@ def logging_cost(args: argparse.Namespace) -> dict[str, Any]:
         app.feedback.set_many(user, reader_likes(args.seed, papers), "like", time.time())
         recommend = app.recommender.recommend
         times: dict[str, list[float]] = {"logged": [], "not_logged": []}
+        cpu: dict[str, list[float]] = {"logged": [], "not_logged": []}
         surfaces = {"logged": "api", "not_logged": None}
         with threadpool_limits(1):
             faiss.omp_set_num_threads(1)
@@ -269,9 +272,10 @@ def logging_cost(args: argparse.Namespace) -> dict[str, Any]:
                 for name in times:
                     recommend(user, K, now=time.time(), surface=surfaces[name])  # type: ignore[arg-type]
             for _, name in harness.interleaved(list(times), args.pairs):
-                start = time.perf_counter()
+                start, start_cpu = time.perf_counter(), time.process_time()
                 found = recommend(user, K, now=time.time(), surface=surfaces[name])  # type: ignore[arg-type]
                 times[name].append(time.perf_counter() - start)
+                cpu[name].append(time.process_time() - start_cpu)
             served = found.served
             assert served is not None and len(served.papers) == K
             logged_lists = sum(1 for s in app.events.lists() if s.user == user)
@@ -289,13 +293,18 @@ def logging_cost(args: argparse.Namespace) -> dict[str, Any]:
             client.ping()
             ping.append(time.perf_counter() - start)
         difference = [a - b for a, b in zip(times["logged"], times["not_logged"], strict=True)]
+        cpu_difference = [a - b for a, b in zip(cpu["logged"], cpu["not_logged"], strict=True)]
         ms = {"scale": 1000.0, "suffix": "_ms", "digits": 3}
+        cpu_ms = {"scale": 1000.0, "suffix": "_cpu_ms", "digits": 3}
         return {
             "papers": len(papers), "likes": LIKES, "k": K, "pairs": args.pairs,
             "lists_logged": logged_lists,
-            "list_logged": harness.percentiles(times["logged"], **ms),
-            "list_not_logged": harness.percentiles(times["not_logged"], **ms),
-            "difference": harness.percentiles(difference, **ms),
+            "list_logged": {**harness.percentiles(times["logged"], **ms),
+                            **harness.percentiles(cpu["logged"], **cpu_ms)},
+            "list_not_logged": {**harness.percentiles(times["not_logged"], **ms),
+                                **harness.percentiles(cpu["not_logged"], **cpu_ms)},
+            "difference": {**harness.percentiles(difference, **ms),
+                           **harness.percentiles(cpu_difference, **cpu_ms)},
             "difference_of_medians_ms": round(1000 * (statistics.median(times["logged"])
                                                       - statistics.median(times["not_logged"])), 3),
             "xadd": harness.percentiles(xadd, **ms),
