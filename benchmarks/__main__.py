@@ -17,13 +17,13 @@ PACKAGE = Path(__file__).parent
 # What the benchmarks share, not benchmarks themselves.
 HELPERS = {"__init__", "__main__", "harness", "citeulike", "synthetic", "served",
            "index_search", "index_memory", "rank_cost_child", "api_latency_child",
-           "loadtest_client", "build_1m_records", "hostile_client"}
+           "loadtest_client", "build_1m_records", "hostile_client", "online_log_child"}
 # Each runs in a minute or less with --quick on 2 idle cores (`make bench`). The others
 # prove they run with --quick too, but load the model in several processes or fit the
 # ranking several times over (calibration, embedding, embed_cluster, models, intake,
 # rebuild, recommendations, build_1m).
 QUICK = ("harvest", "training", "like_counts", "redis_memory", "index", "web_page",
-         "path_cost", "rank_cost", "api_latency", "loadtest", "hostile_requests")
+         "path_cost", "rank_cost", "api_latency", "loadtest", "hostile_requests", "online_log")
 
 
 def benchmarks() -> dict[str, str]:

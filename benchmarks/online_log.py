@@ -294,23 +294,25 @@ def logging_cost(args: argparse.Namespace) -> dict[str, Any]:
             ping.append(time.perf_counter() - start)
         difference = [a - b for a, b in zip(times["logged"], times["not_logged"], strict=True)]
         cpu_difference = [a - b for a, b in zip(cpu["logged"], cpu["not_logged"], strict=True)]
-        ms = {"scale": 1000.0, "suffix": "_ms", "digits": 3}
-        cpu_ms = {"scale": 1000.0, "suffix": "_cpu_ms", "digits": 3}
+
+        def ms(values: list[float], suffix: str = "_ms") -> dict[str, float]:
+            return harness.percentiles(values, scale=1000.0, suffix=suffix, digits=3)
+
+        def both(wall: list[float], busy: list[float]) -> dict[str, float]:
+            return {**ms(wall), **ms(busy, "_cpu_ms")}
+
         return {
             "papers": len(papers), "likes": LIKES, "k": K, "pairs": args.pairs,
             "lists_logged": logged_lists,
-            "list_logged": {**harness.percentiles(times["logged"], **ms),
-                            **harness.percentiles(cpu["logged"], **cpu_ms)},
-            "list_not_logged": {**harness.percentiles(times["not_logged"], **ms),
-                                **harness.percentiles(cpu["not_logged"], **cpu_ms)},
-            "difference": {**harness.percentiles(difference, **ms),
-                           **harness.percentiles(cpu_difference, **cpu_ms)},
+            "list_logged": both(times["logged"], cpu["logged"]),
+            "list_not_logged": both(times["not_logged"], cpu["not_logged"]),
+            "difference": both(difference, cpu_difference),
             "difference_of_medians_ms": round(1000 * (statistics.median(times["logged"])
                                                       - statistics.median(times["not_logged"])), 3),
-            "xadd": harness.percentiles(xadd, **ms),
+            "xadd": ms(xadd),
             "json_encode": harness.percentiles(encode, (50, 99), scale=1e6, suffix="_us",
                                                digits=1),
-            "redis_ping": harness.percentiles(ping, **ms),
+            "redis_ping": ms(ping),
             "entry_bytes": len(json.dumps(served.to_json(), separators=(",", ":"))),
         }
     finally:
