@@ -17,8 +17,8 @@ and comes back is the same entry to the reader, not a new one.
 Each feed built is a list in the impression log (``recommender.online.events``, surface
 "feed"; a 304 builds nothing and logs nothing), and each entry's link is a signed open link
 (``/v1/links/<token>``, with the list's id): followed, it logs a click on the paper of that
-list and redirects to the paper. The paper's own address is the JSON Feed item's
-``external_url`` and the Atom entry's ``related`` link.
+list and redirects to the paper. The paper's own address is also the JSON Feed item's
+``external_url``.
 """
 
 from __future__ import annotations
@@ -215,9 +215,9 @@ def atom_xml(feed: Feed) -> bytes:
         atom = gen.add_entry(order="append")
         atom.id(entry.id)
         atom.title(entry.paper.title)
+        # The open link only: feedgen writes no entry link's rel, so a second link (the
+        # paper's own, as "related") would read as a second "alternate".
         atom.link(href=entry.url, rel="alternate")
-        if entry.paper_url and entry.paper_url != entry.url:
-            atom.link(href=entry.paper_url, rel="related")
         for name in entry.authors:
             atom.author(name=name)
         if entry.paper.abstract:
