@@ -17,8 +17,8 @@ Each list of a digest (the overall one, each collection's section) is logged in 
 log (``recommender.online.events``) with surface "digest" once the email is sent, and its id
 travels in the email's links: a title's open link logs a click, "More like this" and "Not
 interested" the like or dislike, each joined to its list and place. A dry run logs its lists
-too, so the links of the ``.eml`` files it writes join as a sent digest's do (the README's
-tour follows one): dry-run against a production Redis only if those lists may be counted.
+too, so the links of the ``.eml`` files it writes join as a sent digest's do when a developer
+follows them: dry-run against a production Redis only if those lists may be counted.
 """
 
 from __future__ import annotations
@@ -196,14 +196,14 @@ class DigestJob:
                 mailer.close()  # the connection may be broken; the next send reconnects
             return
         summary.sent += 1
-        if self.events is not None:  # what was mailed: each list, as its links name it
-            for served in [reading.served] + [found.served for _, found in sections]:
-                if served is not None and served.papers:
-                    self.events.served(replace(served, surface="digest"))
         if not mailer.dry_run:
             store.record_digest(sub.user_id, period, now, message_id)
             self.feedback.record_served(sub.user_id, [item.paper_id for item in items] + [
                 item.paper_id for section in content.sections for item in section.items], now)
+        if self.events is not None:  # what was mailed: each list, as its links name it
+            for served in [reading.served] + [found.served for _, found in sections]:
+                if served is not None and served.papers:
+                    self.events.served(replace(served, surface="digest"))
 
     def _sections(self, sub: Subscription, now: float,
                   shown: set[str]) -> list[tuple[str, ReadingList]]:
