@@ -192,7 +192,8 @@ class Paperrec:
 
     @cached_property
     def link_actions(self) -> LinkActions:
-        return LinkActions(self.links, self.subscriptions, self.feedback, self.corpus)
+        return LinkActions(self.links, self.subscriptions, self.feedback, self.corpus,
+                           self.events, self.settings.public_url)
 
     @cached_property
     def confirmations(self) -> AddressConfirmations:
@@ -237,13 +238,13 @@ class Paperrec:
         """Reading lists as Atom and JSON Feed."""
         return FeedBuilder(self.recommender, self.corpus, self.feedback, self.rules,
                            self.index, self.collaborative, self.settings.public_url,
-                           self.collections)
+                           self.collections, self.links)
 
     @cached_property
     def digest(self) -> DigestJob:
         return DigestJob(self.recommender, self.subscriptions, self.feedback, self.corpus,
                          self.links, self.settings.public_url, self.settings.mail_from,
-                         self.collections, self.zotero)
+                         self.collections, self.zotero, self.events)
 
     @cached_property
     def arxiv(self) -> OaiPmhClient:
