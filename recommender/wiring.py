@@ -15,6 +15,7 @@ process. Redis connects, the index and the model load on first use too.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -61,6 +62,7 @@ from recommender.online.snapshot import (
     WINDOW_DAYS,
     ExportedFigures,
     read_snapshot,
+    refresh_in_background,
     write_snapshot,
 )
 from recommender.ranking.collaborative import CollaborativeModel
@@ -422,13 +424,17 @@ class Paperrec:
         return ExportedFigures(summary, self._write_figures(now))
 
     def online_figures(self, now: float) -> dict[str, Any]:
-        """The latest figures written by the export step (computed and written now when
-        there are none yet; see ``online.snapshot``)."""
-        found = read_snapshot(self.events.folder)
+        """The latest figures written (``online.snapshot``): computed and written now when
+        there are none yet; when older than PAPERREC_ONLINE_FIGURES_SECONDS, the next are
+        computed in the background while these are answered."""
+        folder = self.events.folder
+        found = read_snapshot(folder)
         if found is None:
             self._write_figures(now)
-            found = read_snapshot(self.events.folder)
-        assert found is not None
+            found = read_snapshot(folder)
+            assert found is not None
+        elif 0 < self.settings.online_figures_seconds < now - float(found["written_at"]):
+            refresh_in_background(folder, lambda: self._write_figures(time.time()))
         return found
 
     def _write_figures(self, now: float) -> Path:

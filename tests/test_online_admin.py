@@ -155,6 +155,22 @@ def test_metrics_give_the_like_rate_of_the_latest_figures(
     assert len(p_values) == 1 and ("candidate", "popular") in p_values[0]
 
 
+def test_figures_older_than_the_setting_are_computed_again_in_the_background(
+    make_app: Callable[[Settings], Flask], sample_settings: Settings,
+) -> None:
+    app = make_app(sample_settings.replace(online_figures_seconds=1))
+    client, parts = app.test_client(), parts_of(app)
+    serve(parts, "ada", time.time(), like_first=True)
+    assert like_rate(samples(client), "1") == 1.0
+    serve(parts, "bob", time.time(), like_first=False)
+    time.sleep(1.1)
+    assert like_rate(samples(client), "1") == 1.0  # answered at once, as they were
+    deadline = time.monotonic() + 20
+    while like_rate(samples(client), "1") != 0.5:
+        assert time.monotonic() < deadline, "the figures were not computed again"
+        time.sleep(0.1)
+
+
 @pytest.fixture
 def operated(make_app: Callable[[Settings], Flask], sample_settings: Settings,
              tmp_path: Path) -> tuple[Flask, FlaskClient, FlaskClient]:

@@ -11,8 +11,12 @@ so each answers the same figures.
 
 When the file is missing (a deployment that never exported) the reader computes it once and
 writes it: nothing was exported then, so the log is the Redis stream alone, which
-PAPERREC_EVENTS_STREAM_MAX bounds. A file older than the last round is served as it is: its
-``written_at`` says when it was made (``paperrec_online_figures_timestamp_seconds``).
+PAPERREC_EVENTS_STREAM_MAX bounds. When it is older than PAPERREC_ONLINE_FIGURES_SECONDS
+(5 minutes; a deployment may serve without running ``paperrec jobs``) the reader still
+answers with it, and one worker of the machine computes the next in a background thread
+(``refresh_in_background``: one thread a process, one process at a time by a lock file), so
+no scrape or page view ever waits on the log. Its ``written_at`` says when the figures were
+made (``paperrec_online_figures_timestamp_seconds``).
 
 The running experiment's verdict is over the whole experiment, not the window: an experiment
 that has run for three weeks is judged on three weeks of lists.
@@ -20,9 +24,12 @@ that has run for three weeks is judged on three weeks of lists.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import logging
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +40,8 @@ FILE = "report-latest.json"
 
 _cache: dict[Path, tuple[int, dict[str, Any]]] = {}
 _lock = threading.Lock()
+_refreshing: set[Path] = set()
+log = logging.getLogger(__name__)
 
 
 def snapshot_path(folder: Path) -> Path:
@@ -68,6 +77,33 @@ def read_snapshot(folder: Path) -> dict[str, Any] | None:
     with _lock:
         _cache[path] = (stamp, found)
     return found
+
+
+def refresh_in_background(folder: Path, write: Callable[[], object]) -> bool:
+    """Run ``write`` (which writes the next figures) in a daemon thread, unless this process
+    or another one is already at it; whether it started."""
+    with _lock:
+        if folder in _refreshing:
+            return False
+        _refreshing.add(folder)
+
+    def run() -> None:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            with (folder / ".report-latest.lock").open("a") as held:
+                try:
+                    fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:  # another process is computing them
+                    return
+                write()
+        except Exception:  # noqa: BLE001 (the figures stay as they were; said in the log)
+            log.warning("the online figures could not be computed", exc_info=True)
+        finally:
+            with _lock:
+                _refreshing.discard(folder)
+
+    threading.Thread(target=run, name="paperrec-online-figures", daemon=True).start()
+    return True
 
 
 class ExportedFigures:

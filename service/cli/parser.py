@@ -204,11 +204,13 @@ def _add_jobs(sub: Commands) -> None:
 
     schedule = sub.add_parser(
         "jobs", help="run the scheduled jobs: fetch, sync Zotero, rebuild, train, digests, "
-        "again and again",
+        "export events, again and again",
         description="Every PAPERREC_JOBS_INTERVAL_SECONDS: harvest arXiv (the categories in "
         "PAPERREC_ARXIV_CATEGORIES, if any), sync the connected Zotero libraries, embed "
         "what is new and publish an index version, "
-        "retrain collaborative filtering, mail the digests that are due. A step with nothing "
+        "retrain collaborative filtering, mail the digests that are due, move the impression "
+        "log into its daily files and write the online figures (`paperrec export-events`). "
+        "A step with nothing "
         "new publishes nothing; a failed step is logged and the next ones still run; it is "
         "tried again next round. One `paperrec jobs` runs at a time on a data directory (a "
         "second one waits for the first's lock). Stops cleanly on SIGTERM or Ctrl-C.")

@@ -88,7 +88,7 @@ def calibration(figures: dict[str, Any], served: Calibration | None) -> bytes:
     with _drawing, _style():
         figure = Figure(figsize=(SIZE[0], SIZE[1] + 0.4), layout="constrained")
         curve, points = figure.subplots(1, 2)
-        curve.set_title("Probability shown (calibration served now)")
+        curve.set_title("Probability shown now, by score")
         curve.set_xlabel("score z (the reader's own units)")
         curve.set_ylabel("probability shown")
         if served is None:
@@ -99,17 +99,22 @@ def calibration(figures: dict[str, Any], served: Calibration | None) -> bytes:
                 curve.plot(z, served.probability(z, likes), label=f"{likes} likes")
             curve.axhline(served.base_rate, linestyle=":", color="grey",
                           label=f"no likes ({served.base_rate:.3f})")
-            curve.set_ylim(0, 1)
+            top = max(float(served.probability(np.asarray([Z_RANGE[1]]), 1)[0]),
+                      served.base_rate)
+            curve.set_ylim(0, min(1.0, max(0.2, top * 1.2)))
             curve.legend(fontsize="small", loc="upper left")
         ece = reliability.get("ece")
         points.set_title("Reliability of the probabilities shown"
-                         + (f" (ECE {ece:.3f})" if ece is not None else ""))
+                         + (f"\n(ECE {ece:.3f}, {_window(figures)})" if ece is not None else ""))
         points.set_xlabel("mean probability shown (bin)")
         points.set_ylabel("share liked")
-        points.set_xlim(0, 1)
-        points.set_ylim(0, 1)
-        points.plot([0, 1], [0, 1], linestyle="--", color="grey", label="perfectly calibrated")
         bins = reliability.get("bins", [])
+        # Zoomed on the probabilities shown (they are mostly small), the diagonal across.
+        edge = min(1.0, max([0.3] + [1.25 * max(b["probability"], b["liked"]) for b in bins]))
+        points.set_xlim(0, edge)
+        points.set_ylim(0, edge)
+        points.plot([0, edge], [0, edge], linestyle="--", color="grey",
+                    label="perfectly calibrated")
         if bins:
             sizes = np.asarray([b["items"] for b in bins], np.float64)
             points.scatter([b["probability"] for b in bins], [b["liked"] for b in bins],
@@ -130,10 +135,9 @@ def _chart(title: str, xlabel: str, ylabel: str, draw: Callable[[Axes], bool]) -
         axes.set_title(title)
         axes.set_xlabel(xlabel)
         axes.set_ylabel(ylabel)
-        axes.set_ylim(bottom=0)
         if draw(axes):
             axes.legend(title="ranking variant", fontsize="small")
-            axes.set_ylim(bottom=0, top=max(0.05, axes.get_ylim()[1]))
+            axes.set_ylim(0, max(0.05, float(axes.dataLim.ymax) * 1.15))
         else:
             _say(axes, EMPTY)
         return _svg(figure)

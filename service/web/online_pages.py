@@ -36,8 +36,8 @@ def online() -> Response:
     operator_only()
     app = components()
     figures = app.online_figures(time.time())
-    return page("admin_online.html", figures=figures, columns=COLUMNS,
-                running=app.experiments.current(),
+    return page("admin_online.html", active="online", page_name="admin-online",
+                figures=figures, columns=COLUMNS, running=app.experiments.current(),
                 candidates=[name for name in app.variants if name != PRODUCTION],
                 production=PRODUCTION, modes=MODES, charts=online_charts.CHARTS,
                 stamp=int(figures.get("written_at") or 0), when=_when,
