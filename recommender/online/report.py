@@ -6,7 +6,8 @@ names a list the reader was not served, or a paper that list did not show, count
 reader cannot credit a ranking with a list it never made). A reader liking the same paper of
 the same list twice counts once.
 
-Figures, per variant and surface (``all``: every surface), and per day:
+Figures, per variant and surface (``all``: every surface), and per day (per variant and
+surface, ``all`` too):
 
 - ``lists``: lists served with at least one paper of the variant; ``impressions``: papers
   served; ``likes``, ``dislikes``, ``not_now``, ``opens`` (paper pages opened and email or
@@ -162,7 +163,7 @@ def summarise(lists: Iterable[ServedList], outcomes: Iterable[OutcomeEvent],
             liked = "like" in kinds
             new = i < len(served.new) and served.new[i]
             for tally in (tallies[(variant, served.surface)], tallies[(variant, ALL)],
-                          daily[(day, variant, served.surface)]):
+                          daily[(day, variant, served.surface)], daily[(day, variant, ALL)]):
                 _count(tally, paper, place, kinds, new, variant not in variants_here)
             variants_here.add(variant)
             if place <= PLACES:
