@@ -15,6 +15,7 @@ process. Redis connects, the index and the model load on first use too.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -55,10 +56,18 @@ from recommender.feedback.user_data import UserData
 from recommender.feedback.zotero import ZoteroConnections, ZoteroJobSummary
 from recommender.index.store import IndexStore, LiveIndex
 from recommender.online.events import EventLog
-from recommender.online.experiments import ExperimentStore
+from recommender.online.experiments import Experiment, ExperimentStore
+from recommender.online.report import Report, build_report
+from recommender.online.snapshot import (
+    WINDOW_DAYS,
+    ExportedFigures,
+    read_snapshot,
+    refresh_in_background,
+    write_snapshot,
+)
 from recommender.ranking.collaborative import CollaborativeModel
 from recommender.ranking.recommender import Recommender
-from recommender.ranking.variants import Variant, variants
+from recommender.ranking.variants import PRODUCTION, Variant, variants
 from recommender.storage.redis_client import connect
 from recommender.storage.redis_keys import RedisKeys
 from recommender.storage.redis_writes import UserWrites
@@ -192,7 +201,8 @@ class Paperrec:
 
     @cached_property
     def link_actions(self) -> LinkActions:
-        return LinkActions(self.links, self.subscriptions, self.feedback, self.corpus)
+        return LinkActions(self.links, self.subscriptions, self.feedback, self.corpus,
+                           self.events, self.settings.public_url)
 
     @cached_property
     def confirmations(self) -> AddressConfirmations:
@@ -237,13 +247,13 @@ class Paperrec:
         """Reading lists as Atom and JSON Feed."""
         return FeedBuilder(self.recommender, self.corpus, self.feedback, self.rules,
                            self.index, self.collaborative, self.settings.public_url,
-                           self.collections)
+                           self.collections, self.links)
 
     @cached_property
     def digest(self) -> DigestJob:
         return DigestJob(self.recommender, self.subscriptions, self.feedback, self.corpus,
                          self.links, self.settings.public_url, self.settings.mail_from,
-                         self.collections, self.zotero)
+                         self.collections, self.zotero, self.events)
 
     @cached_property
     def arxiv(self) -> OaiPmhClient:
@@ -346,7 +356,8 @@ class Paperrec:
         """One round of the scheduled jobs (`paperrec jobs`): harvest the arXiv categories
         of PAPERREC_ARXIV_CATEGORIES (if any), sync the readers' Zotero libraries (if any are
         connected; none started after one interval), publish an index version if anything is new,
-        retrain if the likes changed, send the digests that are due (if SMTP_URL is set).
+        retrain if the likes changed, send the digests that are due (if SMTP_URL is set),
+        export the impression log to its daily files and write the latest online figures.
         A failed step is reported and the next ones still run: a failed fetch never stops
         the digests of what is there, and a fetch that hangs or crawls stops after one
         interval (PAPERREC_JOBS_INTERVAL_SECONDS; the next round continues where it stopped),
@@ -364,6 +375,7 @@ class Paperrec:
             ("train", lambda: self.train(if_changed=True, progress=False), ""),
             ("digest", (lambda: self.send_digests(now, progress=False)) if s.smtp_url else None,
              "SMTP_URL is empty"),
+            ("export events", lambda: self.export_events(now), ""),
         ]
         outcomes = []
         for name, step, why_not in steps:
@@ -376,6 +388,71 @@ class Paperrec:
                 message = exc.message if isinstance(exc, PaperrecError) else repr(exc)
                 outcomes.append(StepOutcome(name, "failed", message))
         return outcomes
+
+    # --- online figures and experiments (recommender.online) ---------------------------------
+
+    def report(self, now: float, *, days: float | None = WINDOW_DAYS) -> Report:
+        """The online figures of the last ``days`` days (None: the whole log). Each
+        experiment that ran in the window is judged over its whole span, not the window's."""
+        since = None if days is None else now - days * 86400
+        history = [e for e in self.experiments.history()
+                   if since is None or e.stopped_at is None or e.stopped_at >= since]
+        found = build_report(self.events, self.corpus.count(), now, since=since,
+                             experiments=history)
+        earlier = [e for e in history if since is not None and e.started_at < since]
+        if earlier:
+            whole = {result["id"]: result for result in build_report(
+                self.events, self.corpus.count(), now,
+                since=min(e.started_at for e in earlier), experiments=earlier).experiments}
+            found.experiments = [whole.get(result["id"], result) for result in found.experiments]
+        return found
+
+    def verdicts(self, now: float, *, last: int = 10) -> list[dict[str, Any]]:
+        """The ``last`` experiments started, newest first, each judged over its whole span
+        (``report``'s ``experiments`` entries: the experiment and its ``verdict``)."""
+        history = self.experiments.history()[:last]
+        if not history:
+            return []
+        return build_report(self.events, self.corpus.count(), now,
+                            since=min(e.started_at for e in history),
+                            experiments=history).experiments
+
+    def export_events(self, now: float) -> ExportedFigures:
+        """Move the impression log's stream into its daily files, then write the figures of
+        the last WINDOW_DAYS days that /metrics and /admin/online read
+        (``online.snapshot``)."""
+        summary = self.events.export()
+        return ExportedFigures(summary, self._write_figures(now))
+
+    def online_figures(self, now: float) -> dict[str, Any]:
+        """The latest figures written (``online.snapshot``): computed and written now when
+        there are none yet; when older than PAPERREC_ONLINE_FIGURES_SECONDS, the next are
+        computed in the background while these are answered."""
+        folder = self.events.folder
+        found = read_snapshot(folder)
+        if found is None:
+            self._write_figures(now)
+            found = read_snapshot(folder)
+            assert found is not None
+        elif 0 < self.settings.online_figures_seconds < now - float(found["written_at"]):
+            refresh_in_background(folder, lambda: self._write_figures(time.time()))
+        return found
+
+    def _write_figures(self, now: float) -> Path:
+        return write_snapshot(self.events.folder, self.report(now).to_dict(), now)
+
+    def start_experiment(self, candidate: str, now: float, *, mode: str = "interleave",
+                         share: float = 0.5) -> Experiment:
+        """Serve ``candidate`` (a name of ``variants``) beside production from the next list
+        on, stopping the experiment running."""
+        if candidate not in self.variants:
+            raise InvalidInput(f"no ranking variant is named {candidate!r}; choose from "
+                               f"{', '.join(n for n in self.variants if n != PRODUCTION)}")
+        return self.experiments.start(PRODUCTION, candidate, mode, share, now)
+
+    def stop_experiment(self, now: float) -> Experiment | None:
+        """Stop the experiment running (None when none was)."""
+        return self.experiments.stop(now)
 
     def _zotero_connected(self) -> bool:
         """Whether any reader has a Zotero library connected (True when that cannot be told:

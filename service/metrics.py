@@ -1,4 +1,5 @@
-"""Prometheus metrics: requests by route, feedback writes, Redis errors, what is served.
+"""Prometheus metrics: requests by route, feedback writes, Redis errors, what is served, and
+the online figures (like rate, lists served, coverage, the running experiment).
 
 ``instrument(app)`` counts every request (refused ones too) and adds ``GET /metrics``.
 Under gunicorn each worker writes its figures into ``$PROMETHEUS_MULTIPROC_DIR`` (set up by
@@ -8,17 +9,26 @@ tests and ``flask run``, the process's own registry is served.
 The metrics are made on first use, not at import: prometheus_client picks its value store
 (in-process or the shared directory) from the environment, and the server sets the variable
 only just before the workers fork.
+
+The online figures are not gauges of a worker: they are the deployment's, read from the file
+the export step writes (``recommender.online.snapshot``: the report of the last 7 days, made
+by every `paperrec jobs` round), so a scrape costs one small file read however large the
+impression log is. They are exposed by a collector made for each scrape (``_OnlineFigures``)
+beside the workers' registry, not stored in the multiprocess files: every worker reads the
+same file, and a variant or experiment gone from the window disappears at once instead of
+lingering in a worker's file as a stale gauge series would.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from flask import Blueprint, Flask, Response, g, request
 from prometheus_client import (
@@ -31,7 +41,7 @@ from prometheus_client import (
     generate_latest,
     values,
 )
-from prometheus_client.metrics_core import Metric
+from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
@@ -39,6 +49,7 @@ from recommender.core.errors import PaperrecError, StoreUnavailable
 from recommender.index.store import LiveIndex
 from recommender.ranking.collaborative import CollaborativeModel
 from recommender.storage.versions import LiveVersion
+from recommender.wiring import Paperrec
 
 from .access import access
 from .state import components
@@ -141,7 +152,8 @@ def metrics() -> Response:
     if shared:
         registry = CollectorRegistry()  # a fresh one each scrape, summing every worker's file
         registry.register(_WorkerFiles(Path(shared)))
-    return Response(generate_latest(registry), mimetype=CONTENT_TYPE_LATEST)
+    return Response(generate_latest(registry) + _online_figures(parts),
+                    mimetype=CONTENT_TYPE_LATEST)
 
 
 class _WorkerFiles(Collector):
@@ -188,3 +200,94 @@ def _error_code(response: Response) -> str | None:
     body = response.get_json(silent=True) if response.is_json else None
     error = body.get("error") if isinstance(body, dict) else None
     return error.get("code") if isinstance(error, dict) else None
+
+
+def _online_figures(parts: Paperrec) -> bytes:
+    """The online figures' samples (nothing when they cannot be had: Redis down while the
+    first figures would be computed)."""
+    try:
+        figures = parts.online_figures(time.time())
+    except PaperrecError:
+        return b""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_OnlineFigures(figures))
+    return generate_latest(registry)
+
+
+class _OnlineFigures(Collector):
+    """The latest figures (``Paperrec.online_figures``) as gauges."""
+
+    def __init__(self, figures: dict[str, Any]) -> None:
+        self.figures = figures
+
+    def collect(self) -> Iterable[Metric]:
+        found = self.figures
+        days = found.get("window_days", 7)
+        window = (f" over the last {days:g} days of the impression log, as of "
+                  f"paperrec_online_figures_timestamp_seconds (written by `paperrec "
+                  f"export-events`, a step of every `paperrec jobs` round)")
+        per = ["variant", "surface"]
+        written = GaugeMetricFamily(
+            "paperrec_online_figures_timestamp_seconds", "When the online figures were "
+            "computed (unix time): the end of their window; old when `paperrec jobs` stopped")
+        written.add_metric([], float(found.get("written_at") or found.get("until") or 0.0))
+        yield written
+        span = GaugeMetricFamily("paperrec_online_window_days", "Days of impression log the "
+                                 "online figures cover")
+        span.add_metric([], float(days))
+        yield span
+        like = GaugeMetricFamily(
+            "paperrec_like_rate", "Likes of the papers served at places 1 to `at` over the "
+            "papers served there, per ranking variant and surface (all: every surface)"
+            + window, labels=[*per, "at"])
+        families = {key: GaugeMetricFamily(name, text + window, labels=per)
+                    for key, name, text in (
+                        ("lists", "paperrec_lists_served", "Lists served with at least one "
+                         "paper of the variant, per ranking variant and surface"),
+                        ("impressions", "paperrec_papers_served", "Papers served, per ranking "
+                         "variant and surface"),
+                        ("dislike_rate", "paperrec_dislike_rate", "Dislikes over papers "
+                         "served, per ranking variant and surface"),
+                        ("coverage", "paperrec_coverage", "Distinct papers served over the "
+                         "papers in the corpus, per ranking variant and surface"))}
+        for variant, surfaces in found.get("variants", {}).items():
+            for surface, figures in surfaces.items():
+                for at in ("1", "5", "10"):
+                    _add(like, [variant, surface, at], figures.get(f"like_rate@{at}"))
+                for key, family in families.items():
+                    _add(family, [variant, surface], figures.get(key))
+        yield like
+        yield from families.values()
+        labels = ["experiment", "production", "candidate", "mode"]
+        p_value = GaugeMetricFamily(
+            "paperrec_experiment_p_value", "The running experiment's p-value (interleave: "
+            "sign test over the lists won; ab: Welch's test of the readers' like rates), over "
+            "the whole experiment up to paperrec_online_figures_timestamp_seconds",
+            labels=labels)
+        win_rate = GaugeMetricFamily(
+            "paperrec_experiment_candidate_win_rate", "The running experiment's candidate: "
+            "its share of the lists won (interleave) or its readers' like rate@10 (ab), with "
+            "the 95% interval's bounds (bound=low, high), over the whole experiment up to "
+            "paperrec_online_figures_timestamp_seconds", labels=[*labels, "bound"])
+        for result in found.get("experiments", []):
+            if result.get("stopped_at") is not None:
+                continue
+            verdict = result["verdict"]
+            named = [result["id"], result["production"], result["candidate"], result["mode"]]
+            _add(p_value, named, verdict["p_value"])
+            for bound, key in (("estimate", "candidate_win_rate"), ("low", "low"),
+                               ("high", "high")):
+                _add(win_rate, [*named, bound], verdict[key])
+        yield p_value
+        yield win_rate
+        ece = GaugeMetricFamily(
+            "paperrec_calibration_ece", "Expected calibration error of the probabilities "
+            "shown (10 bins; 0: each was the share liked)" + window)
+        _add(ece, [], found.get("calibration", {}).get("ece"))
+        yield ece
+
+
+def _add(family: GaugeMetricFamily, labels: list[str], value: object) -> None:
+    """A sample, unless the figure is undefined (a rate over nothing served)."""
+    if isinstance(value, int | float) and math.isfinite(value):
+        family.add_metric(labels, float(value))

@@ -101,8 +101,12 @@ def test_both_feeds_hold_the_api_reading_list_in_order(
     corpus = client.application.extensions["paperrec"].corpus
     for entry, item in zip(parsed.entries, expected, strict=True):
         paper = corpus.get(item["paper_id"])
-        # the paper's own URL, else its page on this site (which needs no API key)
-        assert entry.link == (paper.url or f"{sample_settings.public_url}/papers/{paper.id}")
+        # An open link (it logs the click): it leads to the paper's own URL, else its page
+        # on this site.
+        own = paper.url or f"{sample_settings.public_url}/papers/{paper.id}"
+        assert entry.link.startswith(f"{sample_settings.public_url}/v1/links/")
+        followed = client.get(path(entry.link))
+        assert followed.status_code == 302 and followed.headers["Location"] == own
         assert [a.name for a in entry.get("authors", [])] == paper.authors
         assert entry.summary == paper.abstract
         assert item["reason"] in entry.content[0].value
@@ -126,6 +130,9 @@ def test_both_feeds_hold_the_api_reading_list_in_order(
         assert expect["rank"] == rank
         assert expect["reason"] in item["content_text"]
         assert {"url", "date_modified"} <= set(item)
+        paper = corpus.get(expect["paper_id"])
+        assert item["external_url"] == (  # the entry's url is an open link, this the paper's
+            paper.url or f"{sample_settings.public_url}/papers/{paper.id}")
     assert_json_feed_1_1(document)
 
 

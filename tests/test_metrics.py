@@ -21,6 +21,7 @@ from flask.testing import FlaskClient
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.parser import text_string_to_metric_families
 
+from recommender import wiring
 from recommender.core.config import Settings
 from replay.server import free_port
 from service.state import components
@@ -265,7 +266,8 @@ def worker_counts(metrics_dir: Path, route: str) -> dict[int, float]:
 
 
 @pytest.mark.model  # `paperrec serve` loads the model in each worker
-def test_counts_from_every_worker_are_summed(served: tuple[str, Path]) -> None:
+def test_counts_from_every_worker_are_summed(served: tuple[str, Path],
+                                            model_sample_settings: Settings) -> None:
     base, metrics_dir = served
     # Concurrent requests until both workers have answered some: the kernel picks the worker,
     # and the second may still be starting (loading the model).
@@ -297,6 +299,24 @@ def test_counts_from_every_worker_are_summed(served: tuple[str, Path]) -> None:
     (metrics_dir / "counter_999999.db").touch()
     for _ in range(4):
         assert scraped_total() == sent
+
+    # The online figures are the deployment's, not a worker's: every scrape gives the same.
+    status, body = get(base, "/v1/users/reader/recommendations?k=10")
+    assert status == 200
+    listed = json.loads(body)
+    liked = urllib.request.Request(
+        f"{base}/v1/users/reader/feedback/{listed['items'][0]['paper_id']}", method="PUT",
+        data=json.dumps({"signal": "like", "list_id": listed["list_id"]}).encode(),
+        headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(liked, timeout=30) as response:
+        assert response.status == 200
+    print(wiring.build(model_sample_settings).export_events(time.time()))  # as `paperrec jobs`
+    for _ in range(4):
+        status, body = get(base, "/metrics")
+        samples = parse(body.decode())
+        assert value(samples, "paperrec_like_rate", variant="hybrid", surface="api",
+                     at="1") == 1.0
+        assert value(samples, "paperrec_lists_served", variant="hybrid", surface="all") == 1
 
     # A worker that exits (here: stopped, and replaced by gunicorn) still counts in the sum.
     gone = next(iter(answered))

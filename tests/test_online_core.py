@@ -133,3 +133,22 @@ def test_an_unknown_variant_in_the_settings_is_refused(settings: Settings) -> No
 
 def test_events_folder(settings: Settings) -> None:
     assert wiring.build(settings).events.folder == Path(settings.data_dir) / "events"
+
+
+def test_erasing_a_reader_through_the_api_erases_their_logged_lists_and_outcomes(
+        client: FlaskClient, sample_settings: Settings, like) -> None:
+    app = wiring.build(sample_settings)
+    papers = [pid for pid, _, _ in app.corpus.index_rows()]
+    like(client, "ada", papers[0])
+    for user in ("ada", "bob"):
+        answer = client.get(f"/v1/users/{user}/recommendations?k=5").get_json()
+        first = answer["items"][0]["paper_id"]
+        assert client.put(f"/v1/users/{user}/feedback/{first}",
+                          json={"signal": "like", "list_id": answer["list_id"]}).status_code == 200
+    app.events.export()
+    client.get("/v1/users/ada/recommendations?k=5")  # one more, still in the stream
+    assert {s.user for s in app.events.lists()} == {"ada", "bob"}
+    assert client.delete("/v1/users/ada").status_code == 204
+    assert {s.user for s in app.events.lists()} == {"bob"}
+    assert {o.user for o in app.events.outcomes()} == {"bob"}
+    assert build_report(app.events, 38, NOW).to_dict()["variants"]["hybrid"]["api"]["likes"] == 1

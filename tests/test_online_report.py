@@ -65,8 +65,10 @@ def test_the_report_counts_each_variant_place_and_experiment_of_files_and_stream
     assert found["places"]["hybrid"][:3] == [1.0, None, 0.0]
     assert found["places"]["hybrid-diverse"][:4] == [None, 1.0, None, 0.0]
     assert [(d["day"], d["variant"], d["surface"], d["impressions"]) for d in found["days"]] == [
-        ("2026-11-18", "hybrid", "page", 2), ("2026-11-18", "hybrid-diverse", "page", 2),
-        ("2026-11-19", "hybrid", "api", 3), ("2026-11-19", "popular", "api", 2)]
+        ("2026-11-18", "hybrid", "all", 2), ("2026-11-18", "hybrid", "page", 2),
+        ("2026-11-18", "hybrid-diverse", "all", 2), ("2026-11-18", "hybrid-diverse", "page", 2),
+        ("2026-11-19", "hybrid", "all", 3), ("2026-11-19", "hybrid", "api", 3),
+        ("2026-11-19", "popular", "all", 2), ("2026-11-19", "popular", "api", 2)]
     interleaved, ab = (e["verdict"] for e in found["experiments"])
     # ada's list: the candidate's two papers liked or opened, production's one: won by the
     # candidate; bob's (no outcome): a tie.

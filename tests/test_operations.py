@@ -163,7 +163,10 @@ def test_a_round_reports_every_step_and_goes_on_after_a_failed_one(
         "papers first, e.g. `paperrec ingest --sample` or `paperrec ingest papers.jsonl`)"]
     assert lines[3].startswith("jobs: train: done (nothing new: collaborative model version "
                                "(none) was trained on these 0 likes")
-    assert lines[4:] == ["jobs: digest: skipped (SMTP_URL is empty)"]
+    assert lines[4] == "jobs: digest: skipped (SMTP_URL is empty)"
+    assert lines[5:] == [
+        "jobs: export events: done (exported 0 lists and 0 outcomes into 0 daily files; "
+        f"figures of the last 7 days in {settings.data_dir / 'events' / 'report-latest.json'})"]
 
 
 def test_one_jobs_at_a_time_and_sigterm_stops_it(

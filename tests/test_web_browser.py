@@ -121,10 +121,11 @@ def sign_in(page: Page, site: Site, address: str) -> None:
 
 
 def list_ids(page: Page) -> list[str]:
-    """The paper ids of the list on the page, in order."""
+    """The paper ids of the list on the page, in order (each title links to the paper's page
+    with the list's id: ``/papers/<id>?list=<list id>``)."""
     links = page.locator("ol.papers > li h2 a")
     hrefs = links.evaluate_all("found => found.map(a => a.getAttribute('href'))")
-    return [href.removeprefix("/papers/") for href in hrefs]
+    return [href.removeprefix("/papers/").partition("?list=")[0] for href in hrefs]
 
 
 def like_on_paper_page(page: Page, site: Site, paper_id: str) -> None:
@@ -332,6 +333,7 @@ def test_the_buttons_act_in_place_with_javascript(
     page.goto(site.base + "/list")
     ids = list_ids(page)
     assert len(ids) >= 6
+    list_id = page.locator('ol.papers input[name="list"]').first.get_attribute("value")
     client = redis.Redis.from_url(site.settings.redis_url, decode_responses=True)
     keys = RedisKeys(site.settings.redis_namespace)
     page.evaluate("window.notReloaded = 'still here'")
@@ -364,6 +366,13 @@ def test_the_buttons_act_in_place_with_javascript(
     rated = [u for u in posted if "/list" not in u and u.endswith("/rate")]
     assert rated[-5:] == [f"{site.base}/papers/{pid}/rate" for pid in
                           (ids[4], ids[4], ids[5], ids[3], ids[3])]
+    # Each button sent the id of the list the page served, the buttons the script put in
+    # place too (Like again after Undo): outcomes of that list (undo is none).
+    act(ids[4], "Like", "You liked this.")
+    logged = [(o.kind, o.paper) for o in site.app.extensions["paperrec"].events.outcomes()
+              if o.user == user and o.list_id == list_id]
+    assert logged == [("like", ids[4]), ("dislike", ids[5]), ("not-now", ids[3]),
+                      ("like", ids[4])]
 
 
 def test_every_page_is_accessible_and_fits_a_phone(

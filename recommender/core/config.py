@@ -177,6 +177,12 @@ class Settings(BaseSettings):
         description="events (lists served, likes, clicks) the impression log keeps in Redis "
                     "until paperrec export-events (a step of paperrec jobs) writes them to "
                     "the daily files in <data dir>/events; the oldest past it are dropped")
+    online_figures_seconds: float = Field(
+        300, ge=0, allow_inf_nan=False, validation_alias="PAPERREC_ONLINE_FIGURES_SECONDS",
+        description="how old the online figures /metrics and /admin/online show may get "
+                    "before a worker computes them again in the background from the last 7 "
+                    "days of the impression log (0: only paperrec export-events and paperrec "
+                    "jobs compute them)")
     ranking_variants: str = Field(
         "", validation_alias="PAPERREC_RANKING_VARIANTS",
         description="ranking variants an experiment may compare with production, beside the "

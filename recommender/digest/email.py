@@ -36,6 +36,9 @@ class DigestItem:
     paper: ItemView  # title, authors, abstract's lead, links (http(s) only), reason, standing
     more_like_this_url: str  # one-click link that records a like
     not_interested_url: str  # one-click link that records a dislike
+    # The title's link: logs a click on the paper (of its list) and leads to it. "": the
+    # paper's own http(s) URL, if any, is the title's link.
+    open_url: str = ""
 
     @property
     def paper_id(self) -> str:

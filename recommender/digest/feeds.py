@@ -13,6 +13,12 @@ popularity a little: such changes reach the feed within the hour.
 
 Each entry's id is the paper's (``urn:paperrec:paper:<id>``), so a paper that leaves the list
 and comes back is the same entry to the reader, not a new one.
+
+Each feed built is a list in the impression log (``recommender.online.events``, surface
+"feed"; a 304 builds nothing and logs nothing), and each entry's link is a signed open link
+(``/v1/links/<token>``, with the list's id): followed, it logs a click on the paper of that
+list and redirects to the paper. The paper's own address is also the JSON Feed item's
+``external_url``.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from feedgen.feed import FeedGenerator
 from recommender.core.papers import Paper
 from recommender.corpus.store import CorpusStore
 from recommender.digest.feed_tokens import FeedUrls
+from recommender.digest.links import LinkSigner
 from recommender.feedback.collections import Collection, CollectionStore
 from recommender.feedback.rules import RuleStore
 from recommender.feedback.store import FeedbackStore
@@ -47,13 +54,14 @@ GENERATOR = "paperrec"
 @dataclass(frozen=True)
 class FeedEntry:
     paper: ItemView  # as every surface shows it (ranking/item_view.py)
-    url: str  # the paper's page (its URL, else its DOI, else the API's record of it)
+    url: str  # the entry's link: an open link (logs a click, then the paper), else paper_url
     authors: list[str]  # all of them (the view's are shortened)
     rank: int
     close_likes: int
     probability: float | None
     published: dt.datetime | None  # the paper's date (or 1 January of its year)
     updated: dt.datetime  # the same, or for an undated paper when the feed URL was issued
+    paper_url: str = ""  # the paper's page (its URL, else its DOI, else its page here)
 
     @property
     def paper_id(self) -> str:
@@ -109,8 +117,10 @@ class FeedBuilder:
     def __init__(self, recommender: Recommender, corpus: CorpusStore, feedback: FeedbackStore,
                  rules: RuleStore, index: LiveIndex,
                  collaborative: LiveVersion[CollaborativeModel], public_url: str,
-                 collections: CollectionStore) -> None:
+                 collections: CollectionStore, links: LinkSigner | None = None) -> None:
+        """``links``: signs each entry's open link (None: entries link to the paper)."""
         self._recommender = recommender
+        self._links = links
         self._collections = collections
         self._corpus = corpus
         self._feedback = feedback
@@ -140,23 +150,32 @@ class FeedBuilder:
 
     def build(self, urls: FeedUrls, now: float, collection: str | None = None) -> Feed:
         """The user's reading list now (``collection``: that collection's list), as feed
-        entries (records nothing as served)."""
+        entries (records nothing as served; logs the list, surface "feed")."""
         named = None if collection is None else self._collections.get(urls.user_id, collection)
         reading_list = self._recommender.recommend(urls.user_id, FEED_ITEMS, now=now,
-                                                   record=False, collection=collection)
+                                                   record=False, collection=collection,
+                                                   surface="feed")
         papers = self._corpus.get_many([item.paper_id for item in reading_list.items])
         issued = dt.datetime.fromtimestamp(int(urls.issued_at), dt.UTC)
         entries = []
         for item in reading_list.items:
             paper = papers.get(item.paper_id) or Paper(item.paper_id, item.title)
             published = _published(paper)
+            own = self._url(paper)
             entries.append(FeedEntry(
                 item_view(paper, title=item.title, reason=item.reason, standing=item.standing),
-                url=self._url(paper), authors=list(paper.authors), rank=item.rank,
+                url=self._open_url(urls.user_id, paper.id, reading_list.list_id, now) or own,
+                authors=list(paper.authors), rank=item.rank,
                 close_likes=item.close_likes, probability=item.probability,
-                published=published, updated=published or issued))
+                published=published, updated=published or issued, paper_url=own))
         return Feed(urls.user_id, urls, self._public_url + "/",
                     dt.datetime.fromtimestamp(int(now), dt.UTC), entries, named)
+
+    def _open_url(self, user_id: str, paper_id: str, list_id: str, now: float) -> str | None:
+        if self._links is None or not list_id:
+            return None
+        token = self._links.sign(user_id, "open", paper_id, now, list_id)
+        return f"{self._public_url}/v1/links/{token}"
 
     def _url(self, paper: Paper) -> str:
         if paper.url:
@@ -196,6 +215,8 @@ def atom_xml(feed: Feed) -> bytes:
         atom = gen.add_entry(order="append")
         atom.id(entry.id)
         atom.title(entry.paper.title)
+        # The open link only: feedgen writes no entry link's rel, so a second link (the
+        # paper's own, as "related") would read as a second "alternate".
         atom.link(href=entry.url, rel="alternate")
         for name in entry.authors:
             atom.author(name=name)
@@ -221,6 +242,8 @@ def as_json_feed(feed: Feed) -> dict[str, Any]:
             "content_text": entry.content_text,
             "summary": entry.paper.lead or entry.why,
             "date_modified": entry.updated.isoformat(),
+            **({"external_url": entry.paper_url}
+               if entry.paper_url and entry.paper_url != entry.url else {}),
             "_paperrec": {"paper_id": entry.paper_id, "rank": entry.rank,
                           "standing": entry.paper.standing,
                           "close_likes": entry.close_likes, "reason": entry.paper.reason,

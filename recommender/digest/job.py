@@ -12,6 +12,13 @@ and runs again sends only the rest; its Message-ID is fixed per user and period,
 the one message that could go out twice (a crash between the server's acceptance and the
 record) is recognisably the same.
 A lock in Redis (redis-py's ``Lock``) keeps a second job from sending at the same time.
+
+Each list of a digest (the overall one, each collection's section) is logged in the impression
+log (``recommender.online.events``) with surface "digest" once the email is sent, and its id
+travels in the email's links: a title's open link logs a click, "More like this" and "Not
+interested" the like or dislike, each joined to its list and place. A dry run logs its lists
+too, so the links of the ``.eml`` files it writes join as a sent digest's do when a developer
+follows them: dry-run against a production Redis only if those lists may be counted.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ import hashlib
 import logging
 import smtplib
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from redis.exceptions import LockError
 from redis.lock import Lock
@@ -38,9 +45,10 @@ from recommender.digest.subscriptions import Frequency, Subscription, Subscripti
 from recommender.feedback.collections import CollectionStore
 from recommender.feedback.store import FeedbackStore
 from recommender.feedback.zotero import ZoteroConnections
+from recommender.online.events import EventLog
 from recommender.ranking.explain import Recommendation
 from recommender.ranking.item_view import item_view
-from recommender.ranking.recommender import Recommender
+from recommender.ranking.recommender import ReadingList, Recommender
 from recommender.storage.redis_options import redis_errors
 
 log = logging.getLogger(__name__)
@@ -91,6 +99,8 @@ class DigestJob:
     # The readers' Zotero connections: a sync that failed (a revoked key, a library gone) is
     # said in the footer, so the reader fixes it.
     zotero: ZoteroConnections | None = None
+    # The impression log: each list mailed is logged there, once sent.
+    events: EventLog | None = None
 
     def _zotero_notice(self, user_id: str) -> str | None:
         if self.zotero is None:
@@ -149,25 +159,28 @@ class DigestJob:
             return
         papers = self.corpus.get_many([item.paper_id for item in reading.items])
 
-        def link(action: Action, paper_id: str | None) -> str:
-            token = self.links.sign(sub.user_id, action, paper_id, now)
+        def link(action: Action, paper_id: str | None, list_id: str | None = None) -> str:
+            token = self.links.sign(sub.user_id, action, paper_id, now, list_id)
             return f"{self.public_url}/v1/links/{token}"
 
-        def digest_item(item: Recommendation) -> DigestItem:
+        def digest_item(item: Recommendation, list_id: str) -> DigestItem:
             paper = papers.get(item.paper_id) or Paper(item.paper_id, item.title)
             return DigestItem(item_view(paper, title=item.title, reason=item.reason,
                                         standing=item.standing),
-                              link("like", item.paper_id), link("dislike", item.paper_id))
+                              link("like", item.paper_id, list_id),
+                              link("dislike", item.paper_id, list_id),
+                              link("open", item.paper_id, list_id))
 
-        items = [digest_item(item) for item in reading.items]
+        items = [digest_item(item, reading.list_id) for item in reading.items]
         sections = self._sections(sub, now, {item.paper_id for item in reading.items})
         papers.update(self.corpus.get_many([item.paper_id for _, found in sections
-                                            for item in found]))
+                                            for item in found.items]))
         unsubscribe = link("unsubscribe", None)
         label = period if sub.frequency == "daily" else f"week of {_monday(now).isoformat()}"
         content = DigestContent(sub.user_id, items, unsubscribe, sub.frequency,
                                 reading.personalized, label,
-                                tuple(DigestSection(name, [digest_item(i) for i in found])
+                                tuple(DigestSection(name, [digest_item(i, found.list_id)
+                                                           for i in found.items])
                                       for name, found in sections),
                                 self._zotero_notice(sub.user_id))
         # Fixed per user and period (user ids may hold "@", so they are hashed).
@@ -187,12 +200,16 @@ class DigestJob:
             store.record_digest(sub.user_id, period, now, message_id)
             self.feedback.record_served(sub.user_id, [item.paper_id for item in items] + [
                 item.paper_id for section in content.sections for item in section.items], now)
+        if self.events is not None:  # what was mailed: each list, as its links name it
+            for served in [reading.served] + [found.served for _, found in sections]:
+                if served is not None and served.papers:
+                    self.events.served(replace(served, surface="digest"))
 
     def _sections(self, sub: Subscription, now: float,
-                  shown: set[str]) -> list[tuple[str, list[Recommendation]]]:
-        """(name, items) of each of the reader's collections with liked papers: its list's
+                  shown: set[str]) -> list[tuple[str, ReadingList]]:
+        """(name, list) of each of the reader's collections with liked papers: its list's
         new papers (those served before, and those of the overall list, left out), at most
-        SECTION_ITEMS."""
+        SECTION_ITEMS; each list's ``served`` is what the section shows."""
         if self.collections is None:
             return []
         found = []
@@ -206,7 +223,9 @@ class DigestJob:
             items = [item for item in reading.items if item.paper_id not in shown]
             items = items[:min(sub.max_items, SECTION_ITEMS)]
             if items:
-                found.append((collection.name, items))
+                served = (None if reading.served is None else
+                          reading.served.only([item.paper_id for item in items]))
+                found.append((collection.name, replace(reading, items=items, served=served)))
         return found
 
 

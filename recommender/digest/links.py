@@ -1,8 +1,10 @@
 """Signed one-click links: each names exactly one user, one action and (for feedback) one paper.
 
 A token is an ``itsdangerous.URLSafeSerializer`` dump: base64url compact JSON with the user,
-the action, the paper and the expiry time (``{"u", "a", "p", "e"}``), a dot, and an
-HMAC-SHA256 signature keyed from the deployment's secret. Nothing is stored per link: a token
+the action, the paper and the expiry time (``{"u", "a", "p", "e"}``), and for a paper of a
+list the list's id (``"l"``, optional: links signed before it still verify; an outcome names
+it in the impression log, ``recommender.online.events``), a dot, and an HMAC-SHA256
+signature keyed from the deployment's secret. Nothing is stored per link: a token
 that verifies is the proof. The expiry is in the payload rather than a signing timestamp
 checked against a maximum age (``URLSafeTimedSerializer``), so a link means what it said
 when it was mailed: it expires on the date it was given, whatever ``LINK_DAYS`` later
@@ -22,9 +24,12 @@ from typing import Any, Literal
 from itsdangerous import BadData, URLSafeSerializer
 
 from recommender.core.errors import ExpiredLink, InvalidInput, InvalidLink
+from recommender.online.events import check_list_id
 
-Action = Literal["like", "dislike", "unsubscribe"]
-ACTIONS: tuple[Action, ...] = ("like", "dislike", "unsubscribe")
+# "open": a paper's title in a digest, an entry's link in a feed: followed, it logs a click and
+# goes on to the paper.
+Action = Literal["like", "dislike", "unsubscribe", "open"]
+ACTIONS: tuple[Action, ...] = ("like", "dislike", "unsubscribe", "open")
 LINK_DAYS = 30
 SALT = "paperrec.digest-link"  # keys these signatures apart from any other use of the secret
 
@@ -42,6 +47,7 @@ class LinkClaim:
     action: Action
     paper_id: str | None
     expires_at: float
+    list_id: str | None = None  # the list the paper was on (None: not said, or not ours)
 
 
 class LinkSigner:
@@ -54,25 +60,35 @@ class LinkSigner:
             signer_kwargs={"key_derivation": "hmac", "digest_method": hashlib.sha256},
             fallback_signers=[_OLD_FORMAT])
 
-    def sign(self, user_id: str, action: Action, paper_id: str | None, now: float) -> str:
-        """A token for ``action`` by ``user_id`` (on ``paper_id``), valid ``days`` from now."""
-        return self._serializer.dumps({"u": user_id, "a": action, "p": paper_id,
-                                       "e": int(now + self.days * 86400)})
+    def sign(self, user_id: str, action: Action, paper_id: str | None, now: float,
+             list_id: str | None = None) -> str:
+        """A token for ``action`` by ``user_id`` (on ``paper_id`` of the list ``list_id``),
+        valid ``days`` from now."""
+        payload: dict[str, Any] = {"u": user_id, "a": action, "p": paper_id,
+                                   "e": int(now + self.days * 86400)}
+        if list_id is not None:
+            payload["l"] = list_id
+        return self._serializer.dumps(payload)
 
     def verify(self, token: str, now: float) -> LinkClaim:
         """What a token claims; InvalidLink when it was not made here (or was altered),
         ExpiredLink when its time is over."""
-        try:
-            data = self._serializer.loads(token)
-        except BadData:
-            raise InvalidLink("this link is not valid: it was altered or was not made by this "
-                              "service. Nothing was recorded.") from None
-        claim = _claim(data)
+        claim = self.claim(token)
         if now > claim.expires_at:
             day = dt.datetime.fromtimestamp(claim.expires_at, dt.UTC).date().isoformat()
             raise ExpiredLink(f"this link expired on {day}. Nothing was recorded; the buttons "
                               f"in your latest digest work.")
         return claim
+
+    def claim(self, token: str) -> LinkClaim:
+        """What a token made here claims, expired or not (an expired "open" link still
+        leads to its paper); InvalidLink when it was not made here (or was altered)."""
+        try:
+            data = self._serializer.loads(token)
+        except BadData:
+            raise InvalidLink("this link is not valid: it was altered or was not made by this "
+                              "service. Nothing was recorded.") from None
+        return _claim(data)
 
 
 def _claim(data: Any) -> LinkClaim:
@@ -85,7 +101,7 @@ def _claim(data: Any) -> LinkClaim:
     if (not isinstance(user, str) or not isinstance(expires, int | float)
             or not (isinstance(paper, str) if needs_paper else paper is None)):
         raise InvalidLink("this link is not complete. Nothing was recorded.")
-    return LinkClaim(user, data["a"], paper, float(expires))
+    return LinkClaim(user, data["a"], paper, float(expires), check_list_id(data.get("l")))
 
 
 def load_secret(explicit: str, data_dir: Path) -> bytes:

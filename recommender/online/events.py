@@ -40,10 +40,10 @@ import os
 import re
 import secrets
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import islice
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypeVar, cast
 
 import redis
 
@@ -61,6 +61,7 @@ FIELD = "e"  # the one field of a stream entry: the event's JSON
 # A list's scores in its JSON, and the comma after them ("q" follows): a key, never inside a
 # string, where a quote is escaped.
 SCORES = re.compile(r'"z":\[[^\]]*\],')
+_T = TypeVar("_T")
 
 
 def new_list_id() -> str:
@@ -100,6 +101,19 @@ class ServedList:
                 "z": [None if math.isnan(z) else round(z, 3) for z in self.z],
                 "q": [round(p, 4) for p in self.probability], "n": self.likes,
                 "new": "".join("1" if n else "0" for n in self.new), "x": self.experiment}
+
+    def only(self, papers: list[str]) -> ServedList:
+        """This list as far as it showed ``papers`` (of its own, in their order, from place
+        1): a digest's section shows its list less the papers the digest shows above it."""
+        at = {paper: i for i, paper in enumerate(self.papers)}
+        rows = [at[paper] for paper in papers]
+
+        def pick(values: tuple[_T, ...]) -> tuple[_T, ...]:
+            return tuple(values[i] for i in rows) if len(values) == len(self.papers) else values
+
+        return replace(self, papers=tuple(papers), variants=pick(self.variants),
+                       z=pick(self.z), probability=pick(self.probability), new=pick(self.new),
+                       offset=0)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ServedList:

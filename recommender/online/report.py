@@ -6,7 +6,8 @@ names a list the reader was not served, or a paper that list did not show, count
 reader cannot credit a ranking with a list it never made). A reader liking the same paper of
 the same list twice counts once.
 
-Figures, per variant and surface (``all``: every surface), and per day:
+Figures, per variant and surface (``all``: every surface), and per day (per variant and
+surface, ``all`` too):
 
 - ``lists``: lists served with at least one paper of the variant; ``impressions``: papers
   served; ``likes``, ``dislikes``, ``not_now``, ``opens`` (paper pages opened and email or
@@ -303,13 +304,18 @@ class _Columns:
         for name, surface, figures in sorted(rows, key=lambda row: row[:2]):
             variants[name][surface] = figures
         day_names = list(self.days)
-        days = sorted(({"day": day_names[group // (n_variants * n_surfaces)],
-                        "variant": variant_names[group // n_surfaces % n_variants],
-                        "surface": surface_names[group % n_surfaces], **figures}
-                       for group, figures in counts.figures(
-                           by_day, len(day_names) * n_variants * n_surfaces, distinct[0],
-                           corpus_papers)),
-                      key=lambda row: (row["day"], row["variant"], row["surface"]))
+        n_days = len(day_names)
+        days = [{"day": day_names[group // (n_variants * n_surfaces)],
+                 "variant": variant_names[group // n_surfaces % n_variants],
+                 "surface": surface_names[group % n_surfaces], **figures}
+                for group, figures in counts.figures(by_day, n_days * n_variants * n_surfaces,
+                                                     distinct[0], corpus_papers)]
+        days += [{"day": day_names[group // n_variants], "variant": variant_names[
+                    group % n_variants], "surface": ALL, **figures}
+                 for group, figures in counts.figures(by_day // n_surfaces,
+                                                      n_days * n_variants, distinct[3],
+                                                      corpus_papers)]
+        days.sort(key=lambda row: (row["day"], row["variant"], row["surface"]))
         probability = _column(self.probability)
         shown = ~np.isnan(probability)
         waits = [self.outcomes.first_like[user] - start
@@ -379,17 +385,19 @@ class _Counts:
 
 
 def _distinct(by_day: np.ndarray, paper: np.ndarray, papers: int, variant_surfaces: int,
-              surfaces: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Distinct papers served per (day, variant, surface), per (variant, surface) and per
-    variant: each from the distinct pairs of the one before."""
+              surfaces: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct papers served per (day, variant, surface), per (variant, surface), per
+    variant and per (day, variant): each from the distinct pairs of a finer one."""
     papers = max(papers, 1)
     pairs = _unique(by_day * papers + paper)  # by_day: int64
     per_day = np.bincount(pairs // papers)
+    per_day_variant = np.bincount(
+        _unique(pairs // papers // max(surfaces, 1) * papers + pairs % papers) // papers)
     pairs = _unique(pairs // papers % variant_surfaces * papers + pairs % papers)
     per_surface = np.bincount(pairs // papers, minlength=variant_surfaces)
     pairs = _unique(pairs // papers // surfaces * papers + pairs % papers)
     per_variant = np.bincount(pairs // papers, minlength=variant_surfaces // max(surfaces, 1))
-    return per_day, per_surface, per_variant
+    return per_day, per_surface, per_variant, per_day_variant
 
 
 def _places(variant: np.ndarray, place: np.ndarray, liked: np.ndarray,

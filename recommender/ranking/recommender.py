@@ -375,6 +375,10 @@ class Recommender:
         titles = self._corpus.titles(ids)
         return [(pid, titles.get(pid, pid), q) for pid, q in zip(ids, asked, strict=True)]
 
+    def calibration(self, now: float) -> Calibration:
+        """The calibration the lists are served with now (the probability each item shows)."""
+        return self._serving(now)[2]
+
     def _serving(self, now: float) -> tuple[PaperIndex, RankingContext, Calibration]:
         """The index, the ranking context and the calibration served now."""
         index = self._index.get()

@@ -1,12 +1,14 @@
 """The links in the service's emails, a digest's and a confirmation email's: a page that says
 what a link does (GET records nothing), and its button that does it (no key: the signed
-token is the credential)."""
+token is the credential). An "open" link (a digest's paper title, a feed entry's link) is the
+exception: a GET logs a click and redirects to the paper."""
 
 from __future__ import annotations
 
 import time
+from typing import Any, cast
 
-from flask import Response, g
+from flask import Response, g, redirect
 from pydantic import BaseModel, Field
 
 from recommender.core.errors import PaperrecError
@@ -21,19 +23,37 @@ api = area(__name__, tag="digests", query_strings=False)  # mail clients add the
 
 
 class LinkPath(BaseModel):
-    token: str = Field(description="A signed token from a digest email.")
+    token: str = Field(description="A signed token from a digest email or a feed.")
 
 
-@api.get("/v1/links/<token>", responses=answers(None, 403, 404, 410, 503, html=True),
-         summary="Show what a digest email's link would do (records nothing).",
+_TO_PAPER: dict[str, Any] = {
+    "description": "An open link: the click is logged, and the answer leads to the paper "
+                   "(its own http(s) URL, else its page on this service).",
+    "headers": {"Location": {"description": "The paper's address.",
+                             "schema": {"type": "string", "format": "uri"}}}}
+
+
+@api.get("/v1/links/<token>",
+         responses={**answers(None, 403, 404, 410, 503, html=True), 302: _TO_PAPER},
+         summary="Show what a digest email's link would do (records nothing), or follow an "
+                 "open link to its paper.",
          description="Mail security scanners fetch every link of an email before its reader "
-                     "sees it, so a GET records nothing. The page names the paper (or the "
-                     "address to unsubscribe) and the action, with a button that POSTs to "
-                     "the same URL.")
+                     "sees it, so a GET of a like, dislike or unsubscribe link records "
+                     "nothing: the page names the paper (or the address to unsubscribe) and "
+                     "the action, with a button that POSTs to the same URL. An open link (a "
+                     "digest's paper title, a feed entry's link) logs a click on the paper "
+                     "of the list it was in and redirects to the paper; a scanner's fetch "
+                     "logs a click too.")
 @access("open")
 def show_link(path: LinkPath) -> Response:
+    parts = components()
+    now = time.time()
     try:
-        target = components().link_actions.preview(path.token, time.time())
+        if parts.links.claim(path.token).action == "open":
+            response = cast(Response, redirect(parts.link_actions.open(path.token, now), 302))
+            response.headers.update(link_pages.HEADERS)  # the token is no referrer of the paper
+            return response
+        target = parts.link_actions.preview(path.token, now)
     except PaperrecError as exc:
         return link_pages.error(exc)
     return link_pages.preview(target)
@@ -47,7 +67,7 @@ def show_link(path: LinkPath) -> Response:
                       "nothing more. The body is not needed and is ignored: the page's button "
                       "sends none, and a mail client's RFC 8058 one-click unsubscribe sends "
                       "`List-Unsubscribe=One-Click` (form-urlencoded or multipart). The answer "
-                      "is never a redirect.")
+                      "is never a redirect. An open link is followed by a GET, not here.")
 @access("open")
 def follow_link(path: LinkPath) -> Response:
     try:

@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_jobs(sub)
     _add_readers(sub)
     _add_evaluate(sub)
+    _add_online(sub)
     _add_operations(sub)
     return parser
 
@@ -203,11 +204,13 @@ def _add_jobs(sub: Commands) -> None:
 
     schedule = sub.add_parser(
         "jobs", help="run the scheduled jobs: fetch, sync Zotero, rebuild, train, digests, "
-        "again and again",
+        "export events, again and again",
         description="Every PAPERREC_JOBS_INTERVAL_SECONDS: harvest arXiv (the categories in "
         "PAPERREC_ARXIV_CATEGORIES, if any), sync the connected Zotero libraries, embed "
         "what is new and publish an index version, "
-        "retrain collaborative filtering, mail the digests that are due. A step with nothing "
+        "retrain collaborative filtering, mail the digests that are due, move the impression "
+        "log into its daily files and write the online figures (`paperrec export-events`). "
+        "A step with nothing "
         "new publishes nothing; a failed step is logged and the next ones still run; it is "
         "tried again next round. One `paperrec jobs` runs at a time on a data directory (a "
         "second one waits for the first's lock). Stops cleanly on SIGTERM or Ctrl-C.")
@@ -285,6 +288,56 @@ def _add_evaluate(sub: Commands) -> None:
                           "training likes span several topics (clusters) and the others")
     evaluate.add_argument("--quiet", action="store_true", help="no progress bars")
     evaluate.set_defaults(run="evaluate:evaluate")
+
+
+def _add_online(sub: Commands) -> None:
+    report = sub.add_parser(
+        "report", help="the online figures: what the lists served did, per ranking variant",
+        description="From the impression log (every list served and what its readers did "
+        "with it; docs/deployment/online.md): per ranking variant and surface, the lists "
+        "and papers served, like rate at places 1, 5 and 10, dislike rate, coverage of the "
+        "corpus, new papers served and liked; new readers' time to their first like; each "
+        "experiment's verdict (over its whole span); the calibration error of the "
+        "probabilities shown. Reads the whole window: on a large log it takes a while.")
+    window = report.add_mutually_exclusive_group()
+    window.add_argument("--days", type=_count, default=14,
+                        help="the last N days (14)")
+    window.add_argument("--all", action="store_true", help="the whole log")
+    report.add_argument("--json", action="store_true",
+                        help="the report as JSON (report['variants'][variant][surface])")
+    report.set_defaults(run="online:report")
+
+    export = sub.add_parser(
+        "export-events", help="move the impression log into daily files; write the figures",
+        description="Append the lists served and the outcomes logged since the last export "
+        "from Redis to the daily JSON-lines files of <data dir>/events/ (lists-DAY.jsonl, "
+        "outcomes-DAY.jsonl), trim them from Redis, then write the figures of the last 7 "
+        "days (events/report-latest.json) that /metrics and /admin/online show. A step of "
+        "every `paperrec jobs` round.")
+    export.set_defaults(run="online:export_events")
+
+    experiment = sub.add_parser(
+        "experiment", help="compare a ranking variant with production online",
+        description="Without an action: the experiment running and those that ran, each with "
+        "its verdict. `start CANDIDATE` serves a ranking variant (built in or from "
+        "PAPERREC_RANKING_VARIANTS) beside production (hybrid) from the next list on; `stop` "
+        "ends it (its figures stay in the report).")
+    actions = experiment.add_subparsers(dest="action", metavar="ACTION")
+    start = actions.add_parser(
+        "start", help="start comparing CANDIDATE with production",
+        description="Start an experiment (stopping the one running). interleave: every "
+        "list mixes production's and the candidate's papers (team draft) and the lists the "
+        "readers' likes, opens and clicks favour decide; ab: each reader gets one variant, "
+        "--share of them the candidate.")
+    start.add_argument("candidate", metavar="CANDIDATE", help="a ranking variant's name")
+    start.add_argument("--mode", choices=("interleave", "ab"), default="interleave",
+                       help="interleave (default) or ab")
+    start.add_argument("--share", type=_fraction, default=0.5,
+                       help="ab: the share of readers served the candidate (0.5)")
+    actions.add_parser("stop", help="stop the experiment running",
+                       description="Stop the experiment running; its verdict stays in the "
+                       "report and in `paperrec experiment`.")
+    experiment.set_defaults(run="online:experiment")
 
 
 def _add_operations(sub: Commands) -> None:

@@ -28,6 +28,7 @@ from . import (  # noqa: F401  (each declares its views on the blueprint)
     error_pages,
     form_parts,
     library_pages,
+    online_pages,
     reading,
     rule_pages,
     sign_in,

@@ -20,6 +20,8 @@ from flask import Blueprint, Response, redirect, render_template, request, sessi
 
 from recommender.core.errors import InvalidInput
 
+from ..state import components
+
 web = Blueprint("web", __name__)
 View = TypeVar("View", bound=Callable[..., Any])
 
@@ -57,6 +59,14 @@ def current_email() -> str:
     return str(session.get("email", ""))
 
 
+def is_operator() -> bool:
+    """Whether the signed-in reader is an operator (an address PAPERREC_ADMIN_EMAILS names)."""
+    email = current_email().lower()
+    return bool(email) and email in {
+        address.strip().lower()
+        for address in components().settings.admin_emails.split(",") if address.strip()}
+
+
 def signed_in(view: View) -> View:
     """The view needs a signed-in reader; anyone else is sent to the sign-in page (and back
     here afterwards)."""
@@ -72,7 +82,8 @@ def signed_in(view: View) -> View:
 
 def page(template: str, status: int = 200, **context: Any) -> Response:
     """A page of ``service/templates``, autoescaped, with the signed-in reader's address."""
-    html = render_template(template, user=current_user(), email=current_email(), **context)
+    html = render_template(template, user=current_user(), email=current_email(),
+                           operator=current_user() is not None and is_operator(), **context)
     return Response(html, status=status, content_type="text/html; charset=utf-8")
 
 

@@ -4,7 +4,9 @@ on every list item (``/papers/<id>/collect``): plain forms that work without the
 
 The collection's list is ``Recommender.recommend(collection=...)``, the function behind
 ``GET /v1/users/<u>/recommendations?collection=<id>``: ranked from that collection's papers
-and the reader's dislikes. Looking at it records nothing.
+and the reader's dislikes. Looking at it records nothing as served; each page of it is logged
+as a list (surface "page"), whose id its links and forms carry, as the list page's
+(``service/web/reading.py``). "Like into a collection" from a list logs a like of that list.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from recommender.core.errors import InvalidInput
 from recommender.corpus.library_writers import FILE_EXTENSIONS, content_type, write_library
 from recommender.feedback.collections import MAX_COLLECTIONS, validate_collection_id
 from recommender.feedback.library import liked_papers
+from recommender.online.events import check_list_id
 
 from ..api.library import MAX_LIBRARY_BYTES, import_for, uploaded_library
 from ..state import components
@@ -78,14 +81,15 @@ def collection_list(collection_id: str) -> Response:
     held = parts.collections.papers(user, validate_collection_id(collection_id))
     # The same list all day, as the overall list (what it shows moves down from tomorrow).
     found = parts.recommender.recommend(user, PAGE_SIZE, now=time.time(),
-                                        offset=(number - 1) * PAGE_SIZE, collection=collection_id)
+                                        offset=(number - 1) * PAGE_SIZE, collection=collection_id,
+                                        surface="page")
     items = views([(i.paper_id, i.title, i.reason, i.standing) for i in found.items], user,
                   found.marks)
     titles = parts.corpus.titles(held.paper_ids)
     papers = views([(pid, titles.get(pid, pid), "", "") for pid in held.paper_ids], user)
     here = request.full_path.rstrip("?")
     return page("collection.html", active="collections", collection=held.collection,
-                items=items, papers=papers, number=number, here=here,
+                items=items, papers=papers, number=number, here=here, list_id=found.list_id,
                 exports=[(fmt, url_for("web.export_collection", collection_id=collection_id,
                                        fmt=FILE_EXTENSIONS[fmt])) for fmt in FORMATS],
                 limit_mb=MAX_LIBRARY_BYTES // 2**20,
@@ -139,8 +143,12 @@ def collect(paper_id: str) -> Response:
     for collection_id in chosen:
         validate_collection_id(collection_id)
     found = parts.recommender.paper(paper_id, viewer=user)
-    parts.feedback.set(user, found.id, "like", time.time(), chosen, "set")
+    now = time.time()
+    parts.feedback.set(user, found.id, "like", now, chosen, "set")
     g.feedback_written = "like"  # service.metrics
+    list_id = check_list_id(request.form.get("list"))
+    if list_id is not None:  # from a list: its like
+        parts.events.outcome("like", user, list_id, found.id, now)
     names = {c.id: c.name for c in parts.collections.all(user)}
     where = ", ".join(f"\u201c{names.get(c, c)}\u201d" for c in chosen)
     flash(f"Liked \u201c{found.title}\u201d" + (f" into {where}." if where else

@@ -7,6 +7,12 @@ the same list all day (what it shows is recorded as served, and pushed down from
 day on); "More papers" is its next page. "Not now" sets the paper aside (its own mark, not the
 served one): the list leaves it out unless asked to show papers set aside, until "Undo" puts
 it back. Like and dislike are the API's feedback: a rated paper leaves the list for good.
+
+Each page of the list is logged as served (surface "page", ``recommender.online.events``)
+under its list id, which its links and forms carry: a paper's title links to its page with
+``?list=<id>`` (opening it logs an "open"), and its buttons send it (``list``), so a like,
+dislike or "not now" is logged as an outcome of that list, at that place. An id that is not
+of a list of ours is ignored.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from recommender.core.errors import InvalidInput, PaperrecError
 from recommender.core.papers import Paper
 from recommender.core.search_query import MAX_QUERY_CHARS
 from recommender.feedback.store import Mark
+from recommender.online.events import Outcome, check_list_id
 from recommender.ranking.item_view import ItemView, item_view
 from recommender.ranking.search import SearchHit, snippet
 
@@ -45,6 +52,8 @@ PAGE_SIZE = 10
 MAX_PAGE = 50
 SIMILAR = 5
 SEARCH_RESULTS = 20
+# The buttons' actions logged as an outcome of the list they were on (undo is not).
+RATED: dict[str, Outcome] = {"like": "like", "dislike": "dislike", "not-now": "not-now"}
 
 
 def views(items: list[tuple[str, str, str, str]], user: str,
@@ -105,7 +114,7 @@ def reading_list() -> Response:
     number = asked.number
     found = components().recommender.recommend(
         user, PAGE_SIZE, now=time.time(), offset=asked.offset, diversity=asked.diversity,
-        since=asked.since, include_set_aside=asked.set_aside)
+        since=asked.since, include_set_aside=asked.set_aside, surface="page")
     items = views([(i.paper_id, i.title, i.reason, i.standing) for i in found.items], user,
                   found.marks)
     controls = asked.controls
@@ -113,6 +122,7 @@ def reading_list() -> Response:
     return page("list.html", active="list", page_name="list", items=items,
                 **collect_context(user, [item.id for item in items]),
                 personalized=found.personalized, number=number, controls=controls,
+                list_id=found.list_id,
                 previous=url_for("web.reading_list", page=number - 1, **query)
                 if number > 1 else None,
                 following=url_for("web.reading_list", page=number + 1, **query)
@@ -127,6 +137,9 @@ def paper(paper_id: str) -> Response:
     assert user is not None
     parts = components()
     found = parts.recommender.paper(paper_id, viewer=user)
+    list_id = check_list_id(request.args.get("list"))  # opened from a list: an "open"
+    if list_id is not None:
+        parts.events.outcome("open", user, list_id, found.id, time.time())
     try:
         similar = parts.recommender.similar(found.id, SIMILAR, viewer=user)
     except PaperrecError:  # not indexed yet (an imported paper): no neighbours to show
@@ -135,7 +148,7 @@ def paper(paper_id: str) -> Response:
     return page("paper.html", active="list", paper=found,
                 item=replace(item, authors=", ".join(found.authors)),  # all of them here
                 similar=views([(i.paper_id, i.title, i.reason, "") for i in similar], user),
-                here=request.full_path.rstrip("?"))
+                here=request.full_path.rstrip("?"), list_id=list_id or "")
 
 
 @dataclass(frozen=True)
@@ -192,7 +205,8 @@ def search() -> Response:
 def rate(paper_id: str) -> Response:
     """Like, dislike, not now, or undo; then back to the place on the page it came from (the
     form's ``next``, with the paper's anchor), or, asked by the page's script, a JSON answer
-    with the paper's new state and its buttons for it, which the script puts in place."""
+    with the paper's new state and its buttons for it, which the script puts in place. A like,
+    dislike or "not now" from a list (the form's ``list``) is logged as its outcome."""
     user = current_user()
     assert user is not None
     parts = components()
@@ -217,6 +231,9 @@ def rate(paper_id: str) -> Response:
             message = f"\u201c{found.title}\u201d has nothing to undo."
     else:
         raise InvalidInput("the action must be like, dislike, not-now or undo")
+    list_id = check_list_id(request.form.get("list"))
+    if action in RATED and list_id is not None:
+        parts.events.outcome(RATED[action], user, list_id, found.id, now)
     if action in ("like", "dislike"):
         g.feedback_written = action  # service.metrics
     if request.accept_mimetypes.best == "application/json":
@@ -225,6 +242,7 @@ def rate(paper_id: str) -> Response:
         buttons = get_template_attribute("_papers.html", "actions")
         return jsonify({"paper_id": found.id, "action": action, "message": message,
                         "state": item.state,
-                        "html": str(buttons(item, here, request.form.get("set_aside") != "0"))})
+                        "html": str(buttons(item, here, request.form.get("set_aside") != "0",
+                                            list_id or ""))})
     flash(message)
     return back()
