@@ -19,12 +19,14 @@ The figures and what they show: docs/benchmarks/online.md.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
 import numpy as np
 
 from benchmarks import citeulike, harness
+from recommender.ranking import calibration
 from recommender.simulation.deployment import deployment
 from recommender.simulation.simulator import START, SimulationOptions, simulate
 
@@ -54,10 +56,33 @@ def main() -> None:
                                         variants=("hybrid", args.candidate), seed=args.seed)
             result: dict[str, Any] = {"split": args.split, "setup_seconds": setup,
                                       **simulate(sim, data, vectors, options, progress=True)}
+            result["calibration"]["other_fits_next_month"] = other_fits(sim, args.days)
         else:
             result = {"split": args.split, "setup_seconds": setup,
                       **a_a_check(sim, data, vectors, args)}
     bench.record(args, result, part=args.part)
+
+
+def other_fits(sim: Any, days: int) -> dict[str, float]:
+    """ECE over the next month's production items (the log: their z and likes do not depend
+    on the probability served) of other fits of the first month's log: the likes term left
+    out, the shipped default, the held-out-likes fit the first month served."""
+    liked = {(o.list_id, o.paper) for o in sim.events.outcomes() if o.kind == "like"}
+    items = np.asarray([(s.at, s.z[i], s.likes, (s.list_id, p) in liked)
+                        for s in sim.events.lists() for i, p in enumerate(s.papers)
+                        if s.variants[i] == "hybrid" and np.isfinite(s.z[i])], np.float64)
+    first = items[items[:, 0] < START + days * 86400.0]
+    after = items[items[:, 0] >= START + days * 86400.0]
+
+    def ece(fitted: calibration.Calibration) -> float:
+        return round(calibration.expected_calibration_error(
+            fitted.probability(after[:, 1], after[:, 2]), after[:, 3]), 4)
+
+    z_only = calibration.fit(first[:, 1], np.zeros(len(first)), first[:, 3], "z only")
+    return {"log_z_only": ece(dataclasses.replace(z_only, likes=0.0, base_rate=1.0)),
+            "shipped_default": ece(calibration.DEFAULT),
+            "first_month_share_liked": round(float(first[:, 3].mean()), 4),
+            "next_month_share_liked": round(float(after[:, 3].mean()), 4)}
 
 
 def a_a_check(sim: Any, data: Any, vectors: np.ndarray, args: Any) -> dict[str, Any]:

@@ -130,15 +130,16 @@ def simulate(app: wiring.Paperrec, data: Dataset, vectors: np.ndarray,
                 liked_today[side] += sides[side]
             credit_a, credit_b = sides["A"], sides["B"]
             wins[0 if credit_a > credit_b else 1 if credit_b > credit_a else 2] += 1
+            if credit_a != credit_b:  # the verdict so far changed: significant from here on?
+                running = interleaving_verdict(a, b, wins[0], wins[1], wins[2], impressions)
+                if not running.significant:
+                    first_significant = None
+                elif first_significant is None:
+                    first_significant = impressions
             bar.update()
         for side in SIDES:
             previous = likes_by_day[side][-1] if likes_by_day[side] else 0
             likes_by_day[side].append(previous + liked_today[side])
-        running = interleaving_verdict(a, b, wins[0], wins[1], wins[2], impressions)
-        if running.significant and first_significant is None:
-            first_significant = impressions
-        elif not running.significant:
-            first_significant = None  # significant from then on, not once by chance
     bar.close()
     end = START + options.days * DAY
     stopped = app.experiments.stop(end)
