@@ -90,7 +90,10 @@ def simulate(app: wiring.Paperrec, data: Dataset, vectors: np.ndarray,
              among: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the simulation on ``app``, a deployment of ``data`` (``deployment``); its
     figures (see the module's docstring). ``among``: draw the readers among these users
-    only (runs over one deployment with readers of their own: the A/A benchmark)."""
+    only (runs over one deployment with readers of their own: the A/A benchmark; the verdict
+    and the likes are each run's own, the report's figures per variant count every run's
+    lists). The month after the experiment serves the deployment's production (``hybrid``),
+    whatever A is."""
     started = time.perf_counter()
     options.check(known_variants(app))
     a, b = options.variants
