@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -25,18 +25,26 @@ from recommender.embedding.cache import EmbeddingCache, EmbedInto, cached_vector
 from recommender.embedding.encoders import Embedder, TextEncoder
 from recommender.feedback.store import FeedbackStore
 from recommender.index.store import IndexStore, LiveIndex
+from recommender.online.events import EventLog
 from recommender.ranking import calibration
 from recommender.ranking.calibration import Calibration
 from recommender.ranking.collaborative import CollaborativeModel
 from recommender.ranking.context import RankingContext, context_for, counts_on_rows
 from recommender.ranking.rank import rank
 from recommender.ranking.request import ListRequest
+from recommender.ranking.variants import PRODUCTION
 from recommender.storage.versions import VersionedDir
 
 # Calibration on a deployment's feedback (``calibrate``): the latest fifth of each user's
 # likes is held out; fewer held-out likes found in the lists than this keeps the default.
 HELD_OUT_FRACTION = 0.2
 MIN_HELD_OUT_FOUND = 50
+# Calibration on the impression log (``calibrate_from_log``): fitted once the log holds this
+# many liked production items. Three numbers are fitted (a logistic regression wants at least
+# 10 to 20 positives per parameter, so 30 to 60), and the fit's ECE is measured on the newest
+# fifth of the lists, which then holds about 20 likes: below 100 that measure is mostly noise.
+MIN_LOG_LIKES = 100
+LOG_HELD_OUT_FRACTION = 0.2  # the newest lists the ECE is measured on
 SAMPLE_DIR = Path(__file__).parent / "corpus" / "sample_data"
 
 
@@ -228,11 +236,13 @@ class TrainSummary:
 
 
 def train_collaborative(feedback: FeedbackStore, models: VersionedDir, index: LiveIndex,
-                        progress: bool = True, if_changed: bool = False) -> TrainSummary:
+                        progress: bool = True, if_changed: bool = False,
+                        events: EventLog | None = None) -> TrainSummary:
     """Fit collaborative filtering on every like in Redis, calibrate the lists' probability
-    on the latest likes (``calibrate``), and publish both beside the index. ``if_changed``:
-    publish nothing when the current version was trained on the same likes over the same
-    index version, or when there are no likes yet (a scheduled run)."""
+    on the impression log (``calibrate_from_log``, once ``events`` holds MIN_LOG_LIKES liked
+    items), else on the latest likes (``calibrate``), and publish both beside the index.
+    ``if_changed``: publish nothing when the current version was trained on the same likes
+    over the same index version, or when there are no likes yet (a scheduled run)."""
     started = time.perf_counter()
     likes = feedback.likes_by_user()
     current = models.current()
@@ -251,11 +261,15 @@ def train_collaborative(feedback: FeedbackStore, models: VersionedDir, index: Li
         served = index.get()
     except IndexNotReady:
         served = None  # nothing to rank with: the default calibration
-    if served is not None:
+    logged = calibrate_from_log(events) if events is not None else None
+    if logged is not None:
+        model.calibration = logged
+    elif served is not None:
         ctx = context_for(served, model, counts_on_rows(served, feedback.like_counts()))
         model.calibration = calibrate(ctx, {
             user: [served.row(p) for p in liked if served.has(p)]
             for user, liked in likes.items()}, served.model)
+    model.meta["calibration"] = model.calibration.to_dict()
     version = models.publish(lambda folder, _version: model.save(folder))
     return TrainSummary(version, len(likes), len(model.item_ids),
                         sum(len(v) for v in likes.values()), model.calibration.source,
@@ -296,3 +310,48 @@ def calibrate(ctx: RankingContext, likes_by_user: Mapping[str, Sequence[int]],
     z, likes, labels = seen.arrays()
     return calibration.fit(z, likes, labels, source=f"fitted on {seen.positives} of "
                            f"{sum(len(labels) for labels in seen.labels)} held-out list items")
+
+
+def calibrate_from_log(log: EventLog, since: float | None = None) -> Calibration | None:
+    """The probability fitted on the deployment's own impressions: every item production
+    ranked (variant ``hybrid``, a finite z: not a followed paper) on a list logged since
+    ``since``, with the reader's likes when it was served; its label is whether the reader
+    liked it from that list (an outcome joined to its list as the report joins them). Fitted
+    on all but the newest LOG_HELD_OUT_FRACTION of the lists and measured there (its ECE),
+    then refitted on every list. None when fewer than MIN_LOG_LIKES items were liked."""
+    liked: set[tuple[str, str, str]] = {
+        (o.list_id, o.user, o.paper) for o in log.outcomes(since) if o.kind == "like"}
+    z: list[float] = []
+    likes: list[int] = []
+    labels: list[int] = []
+    starts: list[int] = []  # where each list's items start, oldest list first
+    seen: set[str] = set()
+    for served in sorted(log.lists(since), key=lambda s: s.at):
+        if served.list_id in seen:
+            continue
+        seen.add(served.list_id)
+        first = len(z)
+        for i, paper in enumerate(served.papers):
+            if (i < len(served.z) and i < len(served.variants)
+                    and served.variants[i] == PRODUCTION and np.isfinite(served.z[i])):
+                z.append(served.z[i])
+                likes.append(served.likes)
+                labels.append(int((served.list_id, served.user, paper) in liked))
+        if len(z) > first:
+            starts.append(first)
+    positives = sum(labels)
+    if positives < MIN_LOG_LIKES:
+        return None
+    z_all, likes_all = np.asarray(z), np.asarray(likes, np.float64)
+    labels_all = np.asarray(labels, np.int64)
+    cut = starts[len(starts) - max(1, int(len(starts) * LOG_HELD_OUT_FRACTION))]
+    ece = None
+    if 0 < labels_all[:cut].sum() < cut:
+        older = calibration.fit(z_all[:cut], likes_all[:cut], labels_all[:cut], "log")
+        ece = round(calibration.expected_calibration_error(
+            older.probability(z_all[cut:], likes_all[cut:]), labels_all[cut:]), 4)
+    fitted = calibration.fit(z_all, likes_all, labels_all, source=(
+        f"fitted on the impression log: {positives} liked of {len(labels)} items on "
+        f"{len(starts)} lists" + ("" if ece is None else f", ECE {ece} on the newest fifth")),
+        fitted_from="log")
+    return replace(fitted, ece=ece, lists=len(starts))

@@ -308,9 +308,11 @@ class Paperrec:
                                   processes=s.embed_process_count)
 
     def train(self, *, if_changed: bool = False, progress: bool = True) -> jobs.TrainSummary:
-        """Fit and publish the collaborative model (``jobs.train_collaborative``)."""
+        """Fit and publish the collaborative model and the probability shown
+        (``jobs.train_collaborative``: on the impression log once it holds enough)."""
         return jobs.train_collaborative(self.feedback, self.models, self.index,
-                                        progress=progress, if_changed=if_changed)
+                                        progress=progress, if_changed=if_changed,
+                                        events=self.events)
 
     def import_library(self, parsed: ParsedLibrary, user_id: str, now: float,
                        collection: str | None = None) -> library.ImportReport:

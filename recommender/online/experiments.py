@@ -38,6 +38,15 @@ Mode = Literal["interleave", "ab"]
 MODES: tuple[Mode, ...] = ("interleave", "ab")
 ALPHA = 0.05
 CACHE_SECONDS = 1.0  # a worker reads the running experiment at most this often
+# An A/A check (the simulator only): the candidate is production itself, labelled with this
+# suffix so the log credits each team apart ("hybrid" against "hybrid#B").
+SAME_AS_PRODUCTION = "#B"
+
+
+def base_variant(name: str) -> str:
+    """The ranking variant a side of an experiment ranks with (an A/A check's "hybrid#B":
+    "hybrid")."""
+    return name.removesuffix(SAME_AS_PRODUCTION)
 
 
 @dataclass(frozen=True)
@@ -91,15 +100,19 @@ class ExperimentStore:
         return found
 
     def start(self, production: str, candidate: str, mode: str, share: float,
-              now: float) -> Experiment:
-        """Start comparing ``candidate`` with ``production`` (stopping the one running)."""
+              now: float, *, same_allowed: bool = False) -> Experiment:
+        """Start comparing ``candidate`` with ``production`` (stopping the one running).
+        ``same_allowed``: the candidate may be production itself, an A/A check (the
+        simulator's): it is then labelled ``<production>#B`` (``SAME_AS_PRODUCTION``)."""
         if mode not in MODES:
             raise InvalidInput(f"unknown experiment mode {mode!r}; choose from "
                                f"{', '.join(MODES)}")
         if not 0 < share < 1:
             raise InvalidInput(f"the share of readers on the candidate must be between 0 and 1 "
                                f"(exclusive), got {share}")
-        if candidate == production:
+        if candidate == production and same_allowed:
+            candidate = production + SAME_AS_PRODUCTION
+        elif candidate == production:
             raise InvalidInput(f"the candidate is production itself ({production!r}): choose "
                                f"another variant (an A/A check is `paperrec simulate "
                                f"--variants {production},{production}`)")

@@ -7,9 +7,12 @@ papers the user liked (more likes, a surer profile). The three numbers are fitte
 regression on held-out likes: which of a user's top ``DEPTH`` papers, ranked from the other
 likes, the user went on to like.
 
-``paperrec train`` fits them on the deployment's own feedback (each user's latest likes held
-out, ``jobs.calibrate``) and stores them with the collaborative model version; with too
-little feedback it keeps the default fitted for the index's embedding model (``default_for``).
+``paperrec train`` fits them on the deployment's own impressions once the log holds enough
+(``jobs.calibrate_from_log``: the probability shown against what readers liked on the lists
+they were served), else on its feedback (each user's latest likes held out,
+``jobs.calibrate``), and stores them with the collaborative model version, with where they
+were fitted (``fitted_from``), on how much and their ECE; with too little of either it keeps
+the default fitted for the index's embedding model (``default_for``).
 ``paperrec evaluate`` fits and measures them on held-out likes (``expected_calibration_error``:
 10 equal-width bins).
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 from sklearn.linear_model import LogisticRegression
@@ -34,7 +38,13 @@ class Calibration:
     likes: float
     intercept: float
     base_rate: float  # the share of list items liked: the probability of a list without likes
-    source: str  # where it was fitted
+    source: str  # where it was fitted, in words
+    # "log" (the impression log), "held-out likes" or "default"
+    fitted_from: str = "default"
+    ece: float | None = None  # measured on items not fitted on (the log's newest lists)
+    items: int = 0  # list items fitted on
+    liked: int = 0  # of them liked
+    lists: int = 0  # lists they were on (the log)
 
     def probability(self, z: np.ndarray, likes: int | np.ndarray) -> np.ndarray:
         """The probability of each item of a list of a user with ``likes`` likes (one count,
@@ -45,14 +55,17 @@ class Calibration:
         fitted = 1.0 / (1.0 + np.exp(-np.clip(logit, -50, 50)))
         return np.where(likes > 0, fitted, self.base_rate)
 
-    def to_dict(self) -> dict[str, float | str]:
+    def to_dict(self) -> dict[str, float | str | int | None]:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> Calibration:
-        return cls(float(data["score"]), float(data["likes"]),  # type: ignore[arg-type]
-                   float(data["intercept"]), float(data["base_rate"]),  # type: ignore[arg-type]
-                   str(data["source"]))
+    def from_dict(cls, data: Mapping[str, Any]) -> Calibration:
+        ece = data.get("ece")
+        return cls(float(data["score"]), float(data["likes"]), float(data["intercept"]),
+                   float(data["base_rate"]), str(data["source"]),
+                   str(data.get("fitted_from", "default")),
+                   None if ece is None else float(ece), int(data.get("items", 0)),
+                   int(data.get("liked", 0)), int(data.get("lists", 0)))
 
 
 # Fitted by benchmarks/calibration.py on citeulike-a (P1, P10 and P10 cut to 3 and 5 likes per
@@ -76,13 +89,15 @@ def default_for(model: str) -> Calibration:
     return DEFAULTS.get(canonical_name(model), DEFAULT)
 
 
-def fit(z: np.ndarray, likes: np.ndarray, labels: np.ndarray, source: str) -> Calibration:
+def fit(z: np.ndarray, likes: np.ndarray, labels: np.ndarray, source: str,
+        fitted_from: str = "held-out likes") -> Calibration:
     """Logistic regression of the labels (1: liked later) on z and log(1 + likes)."""
     features = np.column_stack([z, np.log1p(likes)])
     labels = np.asarray(labels, dtype=np.int64)
     model = LogisticRegression(C=100.0, max_iter=1000).fit(features, labels)
     return Calibration(float(model.coef_[0, 0]), float(model.coef_[0, 1]),
-                       float(model.intercept_[0]), float(labels.mean()), source)
+                       float(model.intercept_[0]), float(labels.mean()), source,
+                       fitted_from, items=len(labels), liked=int(labels.sum()))
 
 
 def expected_calibration_error(probability: np.ndarray, labels: np.ndarray,

@@ -31,7 +31,7 @@ from recommender.index.content_space import centre_query
 from recommender.index.paper_index import PaperIndex
 from recommender.index.store import LiveIndex
 from recommender.online.events import EventLog, ServedList, Surface, new_list_id
-from recommender.online.experiments import Experiment, ExperimentStore
+from recommender.online.experiments import Experiment, ExperimentStore, base_variant
 from recommender.ranking.calibration import Calibration, default_for
 from recommender.ranking.collaborative import CollaborativeModel
 from recommender.ranking.context import ContentStatistics, LiveContext, RankingContext
@@ -318,14 +318,16 @@ class Recommender:
         want = offset + k
         start = replace(request, offset=0, k=len(request.plan.followed) + want)
         a = self._variant(names[0]).rank(ctx, start, groups)
-        b = (a if names[1] == names[0] else self._variant(names[1]).rank(ctx, start, groups))
+        b = (a if base_variant(names[1]) == names[0]
+             else self._variant(names[1]).rank(ctx, start, groups))
         teams, where = team_draft(a.rows, b.rows, want, experiment.seed(user_id, day_start(now)))
         ranked = merge(a, b, teams[offset:want], where[offset:want])
         return ranked, [names[t] for t in teams[offset:want]]
 
     def _variant(self, name: str) -> Variant:
         """The variant of this name (an experiment naming one no longer configured: an
-        error that says so)."""
+        error that says so); an A/A check's "hybrid#B" is "hybrid"."""
+        name = base_variant(name)
         found = self._variants.get(name)
         return found if found is not None else variant_named(name)
 

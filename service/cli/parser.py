@@ -13,7 +13,7 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from .texts import EVALUATE_HELP, FETCH_ARXIV_HELP, FETCH_OPENREVIEW_HELP
+from .texts import EVALUATE_HELP, FETCH_ARXIV_HELP, FETCH_OPENREVIEW_HELP, SIMULATE_HELP
 
 BAD_ARGUMENTS = 2  # exit status of a mistaken argument or setting, as argparse's usage errors
 DEFAULT_PORT = 8000
@@ -35,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_readers(sub)
     _add_evaluate(sub)
     _add_online(sub)
+    _add_simulate(sub)
     _add_operations(sub)
     return parser
 
@@ -340,6 +341,41 @@ def _add_online(sub: Commands) -> None:
     experiment.set_defaults(run="online:experiment")
 
 
+def _add_simulate(sub: Commands) -> None:
+    simulate = sub.add_parser(
+        "simulate", help="replay a dataset's readers day by day: interleaving, calibration",
+        description=SIMULATE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    simulate.add_argument("--papers", type=Path, required=True, metavar="PAPERS",
+                          help="papers as JSONL or CSV (id, title, abstract)")
+    simulate.add_argument("--train", type=Path, required=True, metavar="TRAIN.tsv",
+                          help="the readers' likes before the simulation, user<TAB>paper")
+    simulate.add_argument("--test", type=Path, required=True, metavar="TEST.tsv",
+                          help="the papers each reader likes when served, user<TAB>paper")
+    simulate.add_argument("--users", type=_count, default=500,
+                          help="readers simulated, drawn among those with held-out papers "
+                          "(default: 500)")
+    simulate.add_argument("--days", type=_count, default=30,
+                          help="days of the experiment, and of the month after it "
+                          "(default: 30)")
+    simulate.add_argument("--variants", type=_variant_pair, default=["hybrid", "popular"],
+                          metavar="A,B",
+                          help="production A against candidate B: ranking variants or "
+                          "methods of `paperrec evaluate` (default: hybrid,popular; "
+                          "hybrid,hybrid is the A/A check)")
+    simulate.add_argument("--seed", type=int, default=0,
+                          help="seed of the readers drawn and of what they look at (0)")
+    simulate.add_argument("--skip-chance", type=_chance, default=0.3, metavar="P",
+                          help="the chance a reader does not look at a paper they would "
+                          "like (default: 0.3)")
+    simulate.add_argument("--no-next-month", action="store_true",
+                          help="stop after the experiment: no refit of the probability on "
+                          "the log, no month after it")
+    simulate.add_argument("--json", type=Path, required=True, metavar="OUT.json",
+                          help="where to write the results (replaced atomically)")
+    simulate.add_argument("--quiet", action="store_true", help="no progress bars")
+    simulate.set_defaults(run="simulate:simulate")
+
+
 def _add_operations(sub: Commands) -> None:
     migrate = sub.add_parser(
         "migrate-redis", help="move Redis keys of an older paperrec into today's layout",
@@ -401,6 +437,25 @@ def _method_list(text: str) -> list[str]:
         problem = f"unknown method {unknown[0]!r}" if unknown else "no method named"
         raise argparse.ArgumentTypeError(f"{problem}; choose from {','.join(METHOD_NAMES)}")
     return list(dict.fromkeys(names))
+
+
+def _variant_pair(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",")]
+    if len(names) != 2 or not all(names):
+        raise argparse.ArgumentTypeError(f"expected two names A,B such as hybrid,popular; "
+                                         f"got {text!r}")
+    return names
+
+
+def _chance(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"expected a chance from 0 to below 1, such as 0.3; "
+                                         f"got {text!r}")
+    return value
 
 
 def _index_kind(text: str) -> str:

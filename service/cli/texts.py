@@ -113,3 +113,30 @@ do network errors and other 5xx, PAPERREC_OPENREVIEW_RETRIES times. Ends with: f
 added, updated, unchanged, merged, rejected. Exit status 1 when the fetch stopped early or a
 venue has nothing accepted.
 """
+
+SIMULATE_HELP = """Replay a dataset's readers day by day against a real deployment of its papers.
+
+The papers are embedded with the configured model (through the embedding cache, so once),
+indexed and put in a temporary data directory; every reader's training likes are recorded in
+a Redis namespace of the simulation's own (REDIS_URL, else an embedded server), erased at
+the end, and the collaborative model is trained. Each simulated day, --users readers (drawn
+with --seed among those with held-out papers) get a digest of 10 papers from the running
+ranking code, logged as served; each served paper in a reader's held-out set is liked unless
+the reader does not look (--skip-chance), and the like is recorded and logged, so the next
+lists learn from it.
+
+For --days, the digests interleave A (production) and B (team draft): the verdict is the
+report's sign test over the lists each side won. Then `paperrec train` refits the
+probability shown on the simulation's log (once it holds 100 liked items) and --days more
+days of production alone measure it: the ECE of the probability shown against the likes.
+
+A variant is a ranking variant (hybrid, hybrid-diverse, content-augmented,
+no-collaborative, popular, or one of PAPERREC_RANKING_VARIANTS) or a method of `paperrec
+evaluate` (content-centred, tfidf-svm, cf, ...: fitted on the dataset and ranking over the
+index). --variants hybrid,hybrid is the A/A check: it should find no significant
+difference in 95% of seeds.
+
+The JSON has "interleaving" {winner: "A" | "B" | null, significant, p_value, impressions},
+per variant its side, "likes" and cumulative "likes_by_day", "likes" {A, B}, "calibration"
+{source, fitted_on, ece_next_month, ...}, the settings and the seconds taken.
+"""

@@ -1,0 +1,61 @@
+"""`paperrec simulate`: a dataset's readers replayed day by day against a real deployment
+(``recommender.simulation``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from recommender.core.config import Settings
+from recommender.storage.versions import write_atomically
+
+MAX_PROBLEMS_SHOWN = 20
+
+
+def simulate(args: argparse.Namespace, settings: Settings) -> int:
+    from recommender.evaluation import dataset
+    from recommender.simulation.simulator import SimulationOptions, run_simulation
+
+    problems = 0
+
+    def report(problem: str) -> None:
+        nonlocal problems
+        problems += 1
+        if problems <= MAX_PROBLEMS_SHOWN:
+            print(problem, file=sys.stderr)
+
+    data = dataset.load_dataset(args.papers, args.train, args.test, on_problem=report)
+    if problems > MAX_PROBLEMS_SHOWN:
+        print(f"... and {problems - MAX_PROBLEMS_SHOWN} more problems", file=sys.stderr)
+    options = SimulationOptions(users=args.users, days=args.days,
+                                variants=(args.variants[0], args.variants[1]), seed=args.seed,
+                                skip_chance=args.skip_chance, next_month=not args.no_next_month)
+    result = run_simulation(settings, data, options, progress=not args.quiet)
+    result["settings"].update(papers_file=str(args.papers), train_file=str(args.train),
+                              test_file=str(args.test))
+    text = json.dumps(result, indent=2) + "\n"
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(args.json, lambda handle: handle.write(text.encode()))
+    print(summary(result))
+    print(f"simulate: wrote {args.json}")
+    return 0
+
+
+def summary(result: dict[str, object]) -> str:
+    """A few lines: the verdict, the likes per variant, the calibration."""
+    verdict = result["interleaving"]
+    assert isinstance(verdict, dict)
+    lines = [f"interleaving: {verdict['text']}"]
+    variants = result["variants"]
+    assert isinstance(variants, dict)
+    for name, figures in variants.items():
+        lines.append(f"  {figures['side']} {name}: {figures['likes']} likes in "
+                     f"{len(figures['likes_by_day'])} days, like rate@10 "
+                     f"{figures['like_rate@10']}")
+    calibration = result.get("calibration")
+    if isinstance(calibration, dict):
+        lines.append(f"calibration ({calibration['source']}): ECE {calibration['ece_next_month']}"
+                     f" over {calibration['items_next_month']} items of the next month")
+    lines.append(f"{result['seconds']} s")
+    return "\n".join(lines)
