@@ -345,15 +345,15 @@ def _add_simulate(sub: Commands) -> None:
     simulate = sub.add_parser(
         "simulate", help="replay a dataset's readers day by day: interleaving, calibration",
         description=SIMULATE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    simulate.add_argument("--papers", type=Path, required=True, metavar="PAPERS",
+    simulate.add_argument("--papers", type=Path, default=None, metavar="PAPERS",
                           help="papers as JSONL or CSV (id, title, abstract)")
-    simulate.add_argument("--train", type=Path, required=True, metavar="TRAIN.tsv",
+    simulate.add_argument("--train", type=Path, default=None, metavar="TRAIN.tsv",
                           help="the readers' likes before the simulation, user<TAB>paper")
-    simulate.add_argument("--test", type=Path, required=True, metavar="TEST.tsv",
+    simulate.add_argument("--test", type=Path, default=None, metavar="TEST.tsv",
                           help="the papers each reader likes when served, user<TAB>paper")
-    simulate.add_argument("--users", type=_count, default=500,
+    simulate.add_argument("--users", type=_count, default=None,
                           help="readers simulated, drawn among those with held-out papers "
-                          "(default: 500)")
+                          "(default: 500; with --service: 20)")
     simulate.add_argument("--days", type=_count, default=30,
                           help="days of the experiment, and of the month after it "
                           "(default: 30)")
@@ -370,9 +370,22 @@ def _add_simulate(sub: Commands) -> None:
     simulate.add_argument("--no-next-month", action="store_true",
                           help="stop after the experiment: no refit of the probability on "
                           "the log, no month after it")
-    simulate.add_argument("--json", type=Path, required=True, metavar="OUT.json",
+    simulate.add_argument("--json", type=Path, default=None, metavar="OUT.json",
                           help="where to write the results (replaced atomically)")
     simulate.add_argument("--quiet", action="store_true", help="no progress bars")
+    live = simulate.add_argument_group(
+        "readers of a running service", "--service URL: simulated readers (sim-0001, ...) "
+        "use that service's REST API, so their lists and likes reach its impression log, "
+        "its report, its admin page and the experiment it runs; no dataset is needed")
+    live.add_argument("--service", metavar="URL", default="",
+                      help="the service's address, e.g. http://127.0.0.1:8000")
+    live.add_argument("--rounds", type=_count, default=10,
+                      help="times each reader comes back for their list (10)")
+    live.add_argument("--api-key", default="", metavar="KEY",
+                      help="an API key, when the service has keys (an admin key for --forget)")
+    live.add_argument("--forget", action="store_true",
+                      help="erase the simulated readers from the service instead "
+                      "(their likes, and their lists and likes in the impression log)")
     simulate.set_defaults(run="simulate:simulate")
 
 

@@ -8,12 +8,21 @@ import json
 import sys
 
 from recommender.core.config import Settings
+from recommender.core.errors import InvalidInput
 from recommender.storage.versions import write_atomically
 
 MAX_PROBLEMS_SHOWN = 20
 
 
 def simulate(args: argparse.Namespace, settings: Settings) -> int:
+    if args.service:
+        return _service(args)
+    missing = [flag for flag, value in (("--papers", args.papers), ("--train", args.train),
+                                        ("--test", args.test), ("--json", args.json))
+               if value is None]
+    if missing:
+        raise InvalidInput(f"paperrec simulate needs {', '.join(missing)} (or --service URL "
+                           f"to simulate readers of a running service)")
     from recommender.evaluation import dataset
     from recommender.simulation.simulator import SimulationOptions, run_simulation
 
@@ -28,7 +37,7 @@ def simulate(args: argparse.Namespace, settings: Settings) -> int:
     data = dataset.load_dataset(args.papers, args.train, args.test, on_problem=report)
     if problems > MAX_PROBLEMS_SHOWN:
         print(f"... and {problems - MAX_PROBLEMS_SHOWN} more problems", file=sys.stderr)
-    options = SimulationOptions(users=args.users, days=args.days,
+    options = SimulationOptions(users=args.users or 500, days=args.days,
                                 variants=(args.variants[0], args.variants[1]), seed=args.seed,
                                 skip_chance=args.skip_chance, next_month=not args.no_next_month)
     result = run_simulation(settings, data, options, progress=not args.quiet)
@@ -39,6 +48,25 @@ def simulate(args: argparse.Namespace, settings: Settings) -> int:
     write_atomically(args.json, lambda handle: handle.write(text.encode()))
     print(summary(result))
     print(f"simulate: wrote {args.json}")
+    return 0
+
+
+def _service(args: argparse.Namespace) -> int:
+    """Simulated readers of the service at ``--service`` (``service_readers``)."""
+    from recommender.simulation.service_readers import ServiceRun, drive, forget
+
+    run = ServiceRun(args.service, users=args.users or 20, rounds=args.rounds,
+                     skip_chance=args.skip_chance, seed=args.seed, api_key=args.api_key)
+    if args.forget:
+        print(f"simulate: erased {forget(run)} simulated readers from {args.service}")
+        return 0
+    done = drive(run, progress=not args.quiet).to_dict()
+    print(f"simulate: {done['readers']} readers of {args.service} asked for {done['lists']} "
+          f"lists ({done['impressions']} papers) and liked {done['likes']} (like rate "
+          f"{done['like_rate']}); `paperrec report` and /admin/online show what they did")
+    if args.json is not None:
+        text = json.dumps(done, indent=2) + "\n"
+        write_atomically(args.json, lambda handle: handle.write(text.encode()))
     return 0
 
 

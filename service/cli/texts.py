@@ -139,4 +139,11 @@ difference in 95% of seeds.
 The JSON has "interleaving" {winner: "A" | "B" | null, significant, p_value, impressions},
 per variant its side, "likes" and cumulative "likes_by_day", "likes" {A, B}, "calibration"
 {source, fitted_on, ece_next_month, ...}, the settings and the seconds taken.
+
+With --service URL, no dataset: --users simulated readers (sim-0001, ...) use that running
+service's REST API for --rounds rounds. Each picks a paper of their first list as their
+interest and likes it; the papers the service finds closest to it are what they go on to like
+when their list shows them (sending its list_id). What they do is that service's: its
+impression log, `paperrec report`, /admin/online and the experiment it runs (start one with
+`paperrec experiment start` or on the admin page first). --forget erases them.
 """
