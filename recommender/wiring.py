@@ -227,7 +227,7 @@ class Paperrec:
     def events(self) -> EventLog:
         """The impression log: lists served and what readers did with them."""
         return EventLog(self.redis, self.keys, self.settings.data_dir / "events",
-                        self.settings.events_stream_max)
+                        self.settings.events_stream_max, self.settings.events_per_reader_day)
 
     @cached_property
     def experiments(self) -> ExperimentStore:

@@ -152,3 +152,26 @@ def test_erasing_a_reader_through_the_api_erases_their_logged_lists_and_outcomes
     assert {s.user for s in app.events.lists()} == {"bob"}
     assert {o.user for o in app.events.outcomes()} == {"bob"}
     assert build_report(app.events, 38, NOW).to_dict()["variants"]["hybrid"]["api"]["likes"] == 1
+
+
+def test_a_reader_reloading_in_a_loop_cannot_crowd_the_others_out_of_the_log(
+        settings: Settings, namespace: str) -> None:
+    """The attack: one signed-in reader asks for their list over and over (each list is an
+    event) to push every other reader's events out of the capped stream before export."""
+    app = wiring.build(settings)
+    log = EventLog(app.redis, RedisKeys(namespace), settings.data_dir / "events", 10_000,
+                   per_reader_day=5)
+    for n in range(50):
+        log.served(ServedList(f"flood{n:011d}", "mallory", "page", NOW + n, ("p1",),
+                              ("hybrid",)))
+    log.served(ServedList("ada0000000000000", "ada", "page", NOW + 60, ("p1",), ("hybrid",)))
+    assert not log.outcome("like", "mallory", "flood00000000000", "p1", NOW + 61)
+    assert log.outcome("like", "ada", "ada0000000000000", "p1", NOW + 62)
+    logged = [s.user for s in log.lists()]
+    assert logged.count("mallory") == 5 and logged.count("ada") == 1
+    # The next UTC day the reader has a budget again (a new process: another worker).
+    fresh = EventLog(app.redis, RedisKeys(namespace), settings.data_dir / "events", 10_000,
+                     per_reader_day=5)
+    fresh.served(ServedList("flood-next-day00", "mallory", "page", NOW + DAY, ("p1",),
+                            ("hybrid",)))
+    assert [s.list_id for s in fresh.lists()][-1] == "flood-next-day00"

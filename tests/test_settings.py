@@ -70,6 +70,7 @@ def test_every_setting_is_read_from_its_variable(environment: pytest.MonkeyPatch
         "PAPERREC_ADMIN_EMAILS": "ops@example.org",
         "PAPERREC_ZOTERO_API_URL": "http://127.0.0.1:2/", "PAPERREC_ZOTERO_BUDGET_SECONDS": "5",
         "PAPERREC_ZOTERO_RETRIES": "0", "PAPERREC_EVENTS_STREAM_MAX": "5000",
+        "PAPERREC_EVENTS_PER_READER_DAY": "50",
         "PAPERREC_RANKING_VARIANTS": "spread: diversity=0.5",
         "PAPERREC_ONLINE_FIGURES_SECONDS": "60",
     }
@@ -93,6 +94,7 @@ def test_every_setting_is_read_from_its_variable(environment: pytest.MonkeyPatch
         embed_processes=3, jobs_interval_seconds=60, trusted_proxies=1, uploads_per_day=5,
         admin_emails="ops@example.org", zotero_api_url="http://127.0.0.1:2",
         zotero_budget_seconds=5, zotero_retries=0, events_stream_max=5000,
+        events_per_reader_day=50,
         ranking_variants="spread: diversity=0.5", online_figures_seconds=60)
     assert settings.public_url == "https://papers.example.org"  # no trailing /
     assert settings.corpus_path == tmp_path / "corpus.sqlite"

@@ -183,6 +183,11 @@ class Settings(BaseSettings):
                     "before a worker computes them again in the background from the last 7 "
                     "days of the impression log (0: only paperrec export-events and paperrec "
                     "jobs compute them)")
+    events_per_reader_day: int = Field(
+        2000, ge=1, validation_alias="PAPERREC_EVENTS_PER_READER_DAY",
+        description="events (lists served, likes, clicks) one reader may add to the impression "
+                    "log in a UTC day; past it their lists are still served, not logged (one "
+                    "reader reloading a page in a loop cannot crowd the others out of the log)")
     ranking_variants: str = Field(
         "", validation_alias="PAPERREC_RANKING_VARIANTS",
         description="ranking variants an experiment may compare with production, beside the "

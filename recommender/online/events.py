@@ -161,18 +161,28 @@ class ExportSummary:
 
 
 class EventLog:
+    """``per_reader_day``: events one reader may add in a UTC day. Anyone can sign in and
+    reload a page in a loop: without a budget one reader could push every other reader's
+    events out of the capped stream before they are exported. Each event also counts in the
+    reader's counter (``RedisKeys.events_today``), in the same round trip; a reader found over
+    the budget is remembered by this process and logs nothing more that day (so each process
+    adds at most one event past it)."""
+
     def __init__(self, client: redis.Redis, keys: RedisKeys, folder: Path,
-                 stream_max: int) -> None:
+                 stream_max: int, per_reader_day: int = 2_000) -> None:
         self._redis = client
+        self._keys = keys
         self._key = keys.events
         self.folder = folder
         self._max = stream_max
+        self._budget = per_reader_day
+        self._spent: tuple[str, set[str]] = ("", set())  # (UTC day, readers over budget)
 
     # --- writing ----------------------------------------------------------------------
 
     def served(self, served: ServedList) -> None:
-        """Log a list served (one XADD)."""
-        self._add(served.to_json())
+        """Log a list served (one round trip), unless its reader is over their budget."""
+        self._add(served.user, served.at, served.to_json())
 
     def outcome(self, kind: Outcome, user: str, list_id: object, paper: str,
                 at: float) -> bool:
@@ -181,13 +191,26 @@ class EventLog:
         checked = check_list_id(list_id)
         if checked is None:
             return False
-        self._add(OutcomeEvent(kind, user, checked, paper, at).to_json())
-        return True
+        return self._add(user, at, OutcomeEvent(kind, user, checked, paper, at).to_json())
 
-    def _add(self, event: dict[str, Any]) -> None:
+    def _add(self, user: str, at: float, event: dict[str, Any]) -> bool:
+        day = _day(at)
+        if self._spent[0] != day:
+            self._spent = (day, set())
+        if user in self._spent[1]:
+            return False
         encoded = json.dumps(event, separators=(",", ":"))
+        counter = self._keys.events_today(user)
         with redis_errors():
-            self._redis.xadd(self._key, {FIELD: encoded}, maxlen=self._max, approximate=True)
+            pipe = self._redis.pipeline(transaction=False)
+            pipe.hincrby(counter, day, 1)
+            pipe.hdel(counter, _day(at - 2 * 86400))  # the hash holds a day or two
+            pipe.expire(counter, 2 * 86400)
+            pipe.xadd(self._key, {FIELD: encoded}, maxlen=self._max, approximate=True)
+            count = int(pipe.execute()[0])
+        if count >= self._budget:
+            self._spent[1].add(user)
+        return True
 
     # --- reading ----------------------------------------------------------------------
 

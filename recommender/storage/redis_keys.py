@@ -125,6 +125,11 @@ class RedisKeys:
         """Hash: a sync fetched part-way (its pages so far), continued by the next run."""
         return self._user(user_id, "zotero-stage")
 
+    def events_today(self, user_id: str) -> str:
+        """Hash with expiry: UTC day -> events the reader added to the impression log that
+        day (recommender/online/events.py: each reader's daily budget); a day or two."""
+        return self._user(user_id, "events-today")
+
     def _bucket(self, bucket: int, name: str) -> str:
         return f"{self.namespace}:{{b{bucket}}}:{name}"
 
@@ -200,7 +205,8 @@ class RedisKeys:
                 self.web_sessions(user_id), self.uploads(user_id), self.set_aside(user_id),
                 self.collections(user_id), self.collected(user_id), self.zotero(user_id),
                 self.zotero_items(user_id), self.zotero_collections(user_id),
-                self.zotero_likes(user_id), self.zotero_stage(user_id)]
+                self.zotero_likes(user_id), self.zotero_stage(user_id),
+                self.events_today(user_id)]
 
     def user_write_keys(self, user_id: str) -> list[str]:
         """The user's keys and their bucket's sets and counts: all in one Cluster slot."""
