@@ -22,7 +22,9 @@ one paper with them (``RuleStore.muting``), so a lookup and a check cannot disag
 
 from __future__ import annotations
 
+import functools
 import re
+import sys
 import unicodedata
 from collections.abc import Sequence
 
@@ -36,8 +38,15 @@ def fold(text: str) -> str:
     """``text`` without accents and case: NFKD, combining marks dropped, casefolded."""
     if text.isascii():  # NFKD leaves ASCII as it is: the same answer, without a loop per
         return text.lower()  # character (a third of an ingest's time went there)
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+    return unicodedata.normalize("NFKD", text).translate(_combining_marks()).casefold()
+
+
+@functools.cache
+def _combining_marks() -> dict[int, None]:
+    """Every combining character (``unicodedata.combining``), mapped to nothing: ``fold``
+    drops them in one ``str.translate`` instead of a test per character."""
+    return {code: None for code in range(sys.maxunicode + 1)
+            if unicodedata.combining(chr(code))}
 
 
 def display_form(value: str) -> str:
