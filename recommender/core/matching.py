@@ -22,9 +22,7 @@ one paper with them (``RuleStore.muting``), so a lookup and a check cannot disag
 
 from __future__ import annotations
 
-import functools
 import re
-import sys
 import unicodedata
 from collections.abc import Sequence
 
@@ -38,15 +36,19 @@ def fold(text: str) -> str:
     """``text`` without accents and case: NFKD, combining marks dropped, casefolded."""
     if text.isascii():  # NFKD leaves ASCII as it is: the same answer, without a loop per
         return text.lower()  # character (a third of an ingest's time went there)
-    return unicodedata.normalize("NFKD", text).translate(_combining_marks()).casefold()
+    return unicodedata.normalize("NFKD", text).translate(_COMBINING_MARKS).casefold()
 
 
-@functools.cache
-def _combining_marks() -> dict[int, None]:
-    """Every combining character (``unicodedata.combining``), mapped to nothing: ``fold``
-    drops them in one ``str.translate`` instead of a test per character."""
-    return {code: None for code in range(sys.maxunicode + 1)
-            if unicodedata.combining(chr(code))}
+class _CombiningMarks(dict[int, "int | None"]):
+    """For ``str.translate``: a combining character (``unicodedata.combining``) to nothing,
+    any other to itself, each worked out the first time it is met."""
+
+    def __missing__(self, code: int) -> int | None:
+        self[code] = None if unicodedata.combining(chr(code)) else code
+        return self[code]
+
+
+_COMBINING_MARKS = _CombiningMarks()
 
 
 def display_form(value: str) -> str:

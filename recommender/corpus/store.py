@@ -145,6 +145,8 @@ class CorpusStore:
         self._db = sqlite3.connect(path, timeout=30, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
+        # Rows of the FTS5 table not written yet (``_flush_words``).
+        self._words_to_index: list[tuple[int | None, str, str, str]] = []
         # The record and words of each row this store last wrote (``_documents``), by rowid.
         self._words_written: dict[int, tuple[bytes, tuple[str, str, str]]] = {}
         had_categories = self._db.execute(
@@ -194,7 +196,8 @@ class CorpusStore:
                     self._db.execute(_INDEX_WORDS, (rowid, *_word_fields(_paper(record))))
         words_missing = self._db.execute("SELECT 1 FROM paper_words LIMIT 1").fetchone() is None
         if words_missing and self._db.execute("SELECT 1 FROM papers LIMIT 1").fetchone():
-            with self._db:  # added with reader rules (and search): index every paper's words
+            # added with reader rules (and search): index every paper's words
+            with self._transaction():
                 for rowid, record in self._db.execute("SELECT rowid, record FROM papers"):
                     self._index_for_rules(rowid, _paper(record), fresh=False)
         elif not had_categories:
@@ -226,7 +229,7 @@ class CorpusStore:
         pending paper (a reader's upload) is the exception: the trusted record replaces what
         the reader wrote, and the paper is verified."""
         counts = counts or UpsertCounts()
-        with self._db:
+        with self._transaction():
             self._upsert(papers, counts)
         if clock:
             clock.lap("store")
@@ -309,7 +312,7 @@ class CorpusStore:
         when it is pending (another reader uploaded it too), this reader becomes one of its
         uploaders, and sees the text stored first."""
         stored_ids = []
-        with self._db:
+        with self._transaction():
             for paper in papers:
                 found = self.find(paper)
                 if found is None:
@@ -440,7 +443,7 @@ class CorpusStore:
         """One harvested page in one transaction: its papers upserted, its withdrawn papers
         marked, and the harvest's new ``position``, so a crash keeps all of it or none.
         Returns how many papers were newly marked withdrawn."""
-        with self._db:
+        with self._transaction():
             self._upsert(papers, counts)
             marked = self._mark_withdrawn(withdrawn)
             self._db.execute(
@@ -510,14 +513,33 @@ class CorpusStore:
                               if key])
         fields = _word_fields(paper)
         self._db.execute("INSERT INTO paper_titles VALUES (?, ?)", (fields[0], paper.id))
-        self._db.execute(_INDEX_WORDS, (rowid, *fields))
+        self._words_to_index.append((rowid, *fields))
         self._db.execute("INSERT INTO keyword_changes (row) VALUES (?)", (rowid,))
         self._add_categories(paper)
         if rowid is not None and record is not None:
             self._words_written[rowid] = (record, fields)
 
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """A write transaction whose FTS5 rows (``_index_for_rules``) are written with it, or
+        forgotten with it when it rolls back."""
+        try:
+            with self._db:
+                yield
+                self._flush_words()
+        finally:
+            self._words_to_index = []
+
+    def _flush_words(self) -> None:
+        """Write the words ``_index_for_rules`` gathered into the FTS5 table, in one
+        statement (before the transaction ends, and before any row's words are taken out)."""
+        if self._words_to_index:
+            self._db.executemany(_INDEX_WORDS, self._words_to_index)
+            self._words_to_index = []
+
     def _unindex_words(self, rowid: int | None, paper: Paper) -> None:
         """Take the row's words, as ``paper`` gave them, out of the (contentless) FTS5 table."""
+        self._flush_words()
         self._db.execute(
             "INSERT INTO paper_words (paper_words, rowid, title, abstract, authors)"
             " VALUES ('delete', ?, ?, ?, ?)", (rowid, *_word_fields(paper)))
