@@ -30,15 +30,16 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import json
 import math
 import sqlite3
 import time
-import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
+
+import orjson
+import zstandard
 
 from recommender.core.matching import author_key, category_key, words
 from recommender.core.papers import EPOCH, Paper
@@ -48,7 +49,7 @@ from recommender.corpus import identity
 from recommender.corpus.keyword_index import KeywordIndex, Term
 
 _SCHEMA = """
--- record: the paper's JSON (``Paper.to_dict``), zlib-compressed (a BLOB, ``_encode``), its
+-- record: the paper's JSON (``Paper.to_dict``), zstd-compressed (a BLOB, ``_encode``), its
 -- ``text`` left out when it is title and abstract as they are; a corpus of an older paperrec
 -- holds the JSON as TEXT, which reads the same (``_paper``).
 CREATE TABLE IF NOT EXISTS papers (
@@ -740,21 +741,25 @@ _WORDS_TABLE = "CREATE VIRTUAL TABLE paper_words USING fts5(title, abstract, aut
 _INDEX_WORDS = "INSERT INTO paper_words (rowid, title, abstract, authors) VALUES (?, ?, ?, ?)"
 
 
+# zstd at level 3: a record of 1.3 kB in 14 µs to 0.70 bytes per byte of its text; zlib
+# takes 60 µs (a new compressor's state each time) for 0.68. Both objects are reusable.
+_COMPRESS = zstandard.ZstdCompressor(level=3)
+_DECOMPRESS = zstandard.ZstdDecompressor()
+
+
 def _encode(paper: Paper) -> bytes:
-    """The paper as ``papers.record`` holds it: its JSON, without ``text`` when that is
-    title and abstract as they are (``Paper`` makes it again), zlib-compressed."""
+    """The paper as ``papers.record`` holds it: its JSON (orjson), without ``text`` when
+    that is title and abstract as they are (``Paper`` makes it again), zstd-compressed."""
     data = {name: getattr(paper, name) for name in _FIELDS}
     if paper.text == f"{paper.title}\n{paper.abstract}".strip():
         del data["text"]
-    return zlib.compress(json.dumps(data, ensure_ascii=False, sort_keys=True,
-                                    separators=(",", ":")).encode())
+    return bytes(_COMPRESS.compress(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)))
 
 
 def _paper(record: str | bytes) -> Paper:
     """The paper of a ``papers.record``: compressed JSON, or (an older paperrec's) JSON."""
-    if isinstance(record, bytes):
-        record = zlib.decompress(record).decode()
-    return Paper.from_dict(json.loads(record))
+    data = orjson.loads(_DECOMPRESS.decompress(record) if isinstance(record, bytes) else record)
+    return Paper.from_dict(data)
 
 
 def _word_fields(paper: Paper) -> tuple[str, str, str]:
