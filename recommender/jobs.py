@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -60,35 +60,54 @@ class IngestSummary:
     unchanged: int = 0
     merged: int = 0  # records of papers already stored under another id (kept once)
     rejected: int = 0
+    seconds: float = 0.0
+    phases: dict[str, dict[str, float]] = field(default_factory=dict)  # PhaseClock's
 
     def __str__(self) -> str:
         return (f"added {self.added}, updated {self.updated}, unchanged {self.unchanged}, "
                 f"merged {self.merged}, rejected {self.rejected}")
+
+    def timing(self) -> str:
+        """Where the time went: "12.0 s (1,667 records/s): read 4.1 s, store 6.9 s, ..."."""
+        records = self.added + self.updated + self.unchanged + self.merged + self.rejected
+        rate = f"{records / self.seconds:,.0f}" if self.seconds else "-"
+        took = ", ".join(f"{name} {phase['seconds']:.1f} s" for name, phase in self.phases.items())
+        return f"{self.seconds:.1f} s ({rate} records/s): {took}"
 
 
 def ingest(
     corpus: CorpusStore,
     paths: Iterable[Path],
     on_rejection: Callable[[Rejection], None],
-    batch: int = 1000,
+    batch: int = 20_000,
 ) -> IngestSummary:
-    """Read every file into the corpus; bad records are reported and skipped."""
+    """Read every file into the corpus; bad records are reported and skipped. A batch is
+    one transaction (its rows, their words, identifiers and index entries) and one write
+    of the keyword index. Into an empty corpus the lookup indexes are built once at the end
+    (``CorpusStore.bulk_load``). The summary says where the time went: ``read`` (parsing
+    the files), ``store`` (SQLite), ``keyword index`` (tantivy), ``lookup indexes``."""
     counts = UpsertCounts()
     summary = IngestSummary()
+    clock = PhaseClock()
+    started = time.perf_counter()
     pending: list[Paper] = []
-    for path in paths:
-        for item in read_papers(path):
-            if isinstance(item, Rejection):
-                summary.rejected += 1
-                on_rejection(item)
-                continue
-            pending.append(item)
-            if len(pending) >= batch:
-                corpus.upsert(pending, counts)
-                pending = []
-    corpus.upsert(pending, counts)
+    with corpus.bulk_load(clock):
+        for path in paths:
+            for item in read_papers(path):
+                if isinstance(item, Rejection):
+                    summary.rejected += 1
+                    on_rejection(item)
+                    continue
+                pending.append(item)
+                if len(pending) >= batch:
+                    clock.lap("read")
+                    corpus.upsert(pending, counts, clock)
+                    pending = []
+        clock.lap("read")
+        corpus.upsert(pending, counts, clock)
     summary.added, summary.updated = counts.added, counts.updated
     summary.unchanged, summary.merged = counts.unchanged, counts.merged
+    summary.seconds, summary.phases = time.perf_counter() - started, clock.phases
     return summary
 
 

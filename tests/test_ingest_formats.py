@@ -239,3 +239,12 @@ def test_paper_id_rule_message_says_what_is_allowed() -> None:
         with pytest.raises(InvalidInput, match="128") as info:
             validate_paper_id(bad)
         assert "letters, digits" in info.value.message
+
+
+def test_jsonl_reads_integer_ids_of_any_length_and_refuses_nan_years(tmp_path: Path) -> None:
+    path = tmp_path / "odd.jsonl"
+    path.write_text('{"id": 123456789012345678901234567890, "title": "Big ids", "abstract": "A"}\n'
+                    '{"id": "x1", "title": "Bad", "abstract": "y", "year": NaN}\n')
+    first, second = read_papers(path)
+    assert isinstance(first, Paper) and first.id == "123456789012345678901234567890"
+    assert second == Rejection(str(path), 2, "field 'year' must be a four-digit year, got nan")

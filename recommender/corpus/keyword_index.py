@@ -11,7 +11,8 @@ scored in compiled code (``benchmarks/search.py`` and docs/guide/search.md have 
 The FTS5 table stays: the reader rules look phrases up in it.
 
 One document per row of ``papers`` (its ``rowid``): ``title``, ``abstract``, ``authors``
-(the folded words ``CorpusStore`` writes into ``paper_words``, split at spaces), ``row`` and
+(the folded words ``CorpusStore`` writes into ``paper_words``, split at spaces; the
+store's ``documents`` gives them, the FTS5 table keeping none), ``row`` and
 ``day`` (publication day, for ``year:``). Scores are BM25 per field (each with its own
 average length), weighted ``TITLE_WEIGHT`` / 1 / ``AUTHORS_WEIGHT`` as the FTS5 ranking was.
 
@@ -29,11 +30,12 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import itertools
 import os
 import shutil
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -50,6 +52,9 @@ CHUNK = 5000  # rows read from SQLite at a time
 
 Field = Literal["title", "abstract", "authors"]
 _TOKENIZER = "paperrec_words"
+# (row, title words, abstract words, authors' words, day) of these rows (None: every row)
+Documents = Callable[[sqlite3.Connection, "list[int] | None"],
+                     Iterable[tuple[int, str, str, str, "float | None"]]]
 
 
 @dataclass(frozen=True)
@@ -73,8 +78,9 @@ def _schema() -> Any:
 class KeywordIndex:
     """The tantivy index in ``folder`` (module docstring)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, documents: Documents) -> None:
         self.folder = folder
+        self._documents = documents
         self._schema = _schema()
         self._lock = threading.Lock()
         self._index: Any = None
@@ -119,9 +125,7 @@ class KeywordIndex:
         index = self._open(building)
         writer = index.writer(WRITER_HEAP, 1)
         count = 0
-        for rows in _chunks(db.execute(
-                "SELECT w.rowid, w.title, w.abstract, w.authors, p.day FROM paper_words w"
-                " JOIN papers p ON p.rowid = w.rowid")):
+        for rows in _chunks(self._documents(db, None)):
             for row in rows:
                 writer.add_document(self._document(*row))
             count += len(rows)
@@ -159,11 +163,7 @@ class KeywordIndex:
                 # i64 term, which never equals the u64 field's.
                 writer.delete_documents_by_query(
                     tantivy.Query.term_set_query(self._schema, "row", chunk))
-                marks = ",".join("?" * len(chunk))
-                for found in db.execute(
-                        "SELECT w.rowid, w.title, w.abstract, w.authors, p.day FROM"
-                        " paper_words w JOIN papers p ON p.rowid = w.rowid"
-                        f" WHERE w.rowid IN ({marks})", chunk).fetchall():
+                for found in self._documents(db, chunk):
                     writer.add_document(self._document(*found))
             writer.commit()
             # Let the merges the commit started finish (dropped, the writer would cancel
@@ -244,6 +244,7 @@ class KeywordIndex:
         return queries[0][1] if len(queries) == 1 else tantivy.Query.boolean_query(queries)
 
 
-def _chunks(cursor: sqlite3.Cursor) -> Iterator[list[Any]]:
-    while rows := cursor.fetchmany(CHUNK):
+def _chunks(found: Iterable[Any]) -> Iterator[list[Any]]:
+    found = iter(found)
+    while rows := list(itertools.islice(found, CHUNK)):
         yield rows

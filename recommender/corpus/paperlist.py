@@ -17,7 +17,6 @@ TITLE_MAX_CHARS = 100
 MIN_ABSTRACT_CHARS = 20
 HEADER_MAX_CHARS = 120
 
-_WHITESPACE = re.compile(r"\s+")
 _PARAGRAPH = re.compile(r"(?:^[^\S\n]*\S.*(?:\n|\Z))+", re.MULTILINE)
 _URL = re.compile(r"https?://[^\s<>\"'`{}\[\]\\]+")
 _MARKDOWN_LINK = re.compile(r"\[([^\]\n]*)\]\((https?://[^()\s]+)\)")
@@ -28,6 +27,9 @@ _MATH = re.compile(
 )
 _PLACEHOLDER = re.compile("\ue001(\\d+)\ue002")
 _ESCAPED_DOLLAR = "\ue000"
+# What any of clean_display_text's rewrites needs: text without it is only re-spaced (most
+# author names and many titles; the ingest of an arXiv snapshot spent a third of its time here).
+_MARKUP = re.compile("[\\\\$*{}\\[~\ue000-\ue002]|--|``|''|://")
 _DOUBLE_ESCAPED = re.compile(r"\\\\(?=[A-Za-z%&#_{}$])")  # "\\epsilon", "23\\%" in some data
 
 _BRACED_COMMAND = re.compile(r"\\[A-Za-z]+\*?\s*\{([^{}]*)\}")
@@ -90,7 +92,8 @@ _DANGLING_WORDS = {"a", "an", "the", "and", "or", "of", "to", "for", "with", "in
 
 
 def normalise_whitespace(text: str) -> str:
-    return _WHITESPACE.sub(" ", text).strip()
+    # str.split() splits at exactly what the regex \s matches (str.isspace), 10 times faster
+    return " ".join(text.split())
 
 
 def content_id(text: str) -> str:
@@ -162,6 +165,8 @@ def _clean_text(text: str) -> str:
 
 def clean_display_text(s: str) -> str:
     """Display form of marked-up text: markdown emphasis and LaTeX removed, URLs kept intact."""
+    if not _MARKUP.search(s):
+        return normalise_whitespace(s)
     protected: list[str] = []
 
     def protect(value: str) -> str:

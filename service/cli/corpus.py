@@ -29,6 +29,7 @@ def ingest(args: argparse.Namespace, settings: Settings) -> int:
         return BAD_ARGUMENTS
     summary = wiring.build(settings).ingest(files, on_rejection=lambda r: print(r, file=sys.stderr))
     print(f"ingest: {summary}")
+    print(f"ingest took {summary.timing()}")
     return 0
 
 
