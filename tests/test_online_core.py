@@ -175,3 +175,4 @@ def test_a_reader_reloading_in_a_loop_cannot_crowd_the_others_out_of_the_log(
     fresh.served(ServedList("flood-next-day00", "mallory", "page", NOW + DAY, ("p1",),
                             ("hybrid",)))
     assert [s.list_id for s in fresh.lists()][-1] == "flood-next-day00"
+

@@ -45,6 +45,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
 
+import orjson
 import redis
 
 from recommender.storage.redis_keys import RedisKeys
@@ -199,7 +200,7 @@ class EventLog:
             self._spent = (day, set())
         if user in self._spent[1]:
             return False
-        encoded = json.dumps(event, separators=(",", ":"))
+        encoded = orjson.dumps(event)
         counter = self._keys.events_today(user)
         with redis_errors():
             pipe = self._redis.pipeline(transaction=False)
@@ -265,7 +266,7 @@ class EventLog:
                 batch = cast(list[tuple[str, dict[str, str]]],
                              self._redis.xrange(self._key, min=start, count=READ_BATCH))
             for entry_id, fields in batch:
-                event = json.loads(fields[FIELD])
+                event = orjson.loads(fields[FIELD])
                 event["id"] = entry_id
                 yield entry_id, event
             if len(batch) < READ_BATCH:
@@ -299,7 +300,7 @@ class EventLog:
                 path = self.folder / f"{kind}-{_day(float(event['t']))}.jsonl"
                 if path not in handles:
                     handles[path] = path.open("a", encoding="utf-8")
-                handles[path].write(json.dumps(event, separators=(",", ":")) + "\n")
+                handles[path].write(orjson.dumps(event).decode() + "\n")
                 if kind == "lists":
                     summary.lists += 1
                 else:
@@ -341,12 +342,12 @@ class EventLog:
         for start in range(0, len(doomed), READ_BATCH):
             with redis_errors():
                 gone += int(self._redis.xdel(self._key, *doomed[start:start + READ_BATCH]))
-        needle = f'"u":{json.dumps(user)}'
+        needle = f'"u":{orjson.dumps(user).decode()}'  # user ids are ASCII: as json wrote it
         for path in self._files("*", None):
             lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
             if not any(needle in line for line in lines):
                 continue
-            kept = [line for line in lines if json.loads(line)["u"] != user]
+            kept = [line for line in lines if orjson.loads(line)["u"] != user]
             gone += len(lines) - len(kept)
             data = "".join(kept).encode("utf-8")
             write_atomically(path, lambda handle, data=data: handle.write(data))  # type: ignore[misc]
@@ -374,7 +375,7 @@ def _read_lines(path: Path, scores: bool = True) -> Iterator[dict[str, Any]]:
             if not scores:
                 text = SCORES.sub("", text)
             if text:
-                yield from json.loads(f"[{text}]")
+                yield from orjson.loads(f"[{text}]")
 
 
 def _day(at: float) -> str:
