@@ -34,7 +34,6 @@ that name them.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import math
 import os
 import re
