@@ -32,6 +32,11 @@ STORED_NEIGHBOURS = 20
 NEIGHBOUR_POWER = 3.0
 HNSW_M = 32
 HNSW_EF = 128
+# A full HNSW build finds its graphs in the one HNSW graph it builds (docs/benchmarks/rebuild.md,
+# "One HNSW graph"): the augmentation lists among each paper's level-0 links and the links
+# of its LINK_HOPS best ones, scored exactly; the stored lists by a search at NEIGHBOUR_EF.
+LINK_HOPS = 4
+NEIGHBOUR_EF = 64
 BLEND_CHUNK = 8192  # papers blended at a time (each gathers its neighbours' vectors)
 SEARCH_CHUNK = 16_384  # rows searched at a time for their nearest neighbours
 REVERSE_CANDIDATES = 64  # approximate (HNSW) extension: candidates searched per added paper
@@ -100,6 +105,66 @@ def nearest_neighbours(
     return rows, sims
 
 
+def linked_neighbours(index: Any, vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The k nearest other rows of every row, approximately, from an HNSW index built over
+    exactly these vectors, without searching it: each row's candidates are its level-0
+    links and the links of its LINK_HOPS most similar linked rows (one step of neighbour
+    descent), scored exactly. Finds 98-99% of the true 10 nearest (as a search at efSearch
+    128 does) in a fraction of the search's time."""
+    n = len(vectors)
+    k = min(k, n - 1)
+    rows = np.full((n, k), -1, np.int32)
+    sims = np.full((n, k), -np.inf, np.float32)
+    if k <= 0:
+        return rows, sims
+    hnsw = index.hnsw
+    offsets = faiss.vector_to_array(hnsw.offsets).astype(np.int64)
+    table = faiss.rev_swig_ptr(hnsw.neighbors.data(), hnsw.neighbors.size())
+    width = hnsw.nb_neighbors(0)  # level-0 links first in each node's slice, -1 padded
+    for start in range(0, n, SEARCH_CHUNK):
+        part = np.arange(start, min(n, start + SEARCH_CHUNK))
+        links = table[offsets[part, None] + np.arange(width)]
+        link_sims = _score(vectors, part, links)
+        hops = np.argpartition(-link_sims, min(LINK_HOPS, width) - 1, axis=1)[:, :LINK_HOPS]
+        via = np.take_along_axis(links, hops, axis=1)
+        further = table[offsets[np.maximum(via, 0), None] + np.arange(width)]
+        further[via < 0] = -1
+        candidates = np.concatenate([links, further.reshape(len(part), -1)], axis=1)
+        candidates.sort(axis=1)
+        candidates[:, 1:][candidates[:, 1:] == candidates[:, :-1]] = -1  # each once
+        found = _score(vectors, part, candidates)
+        best = np.argpartition(-found, k - 1, axis=1)[:, :k]
+        best_sims = np.take_along_axis(found, best, axis=1)
+        order = np.argsort(-best_sims, axis=1, kind="stable")
+        rows[part] = np.take_along_axis(np.take_along_axis(candidates, best, axis=1), order,
+                                        axis=1)
+        sims[part] = np.take_along_axis(best_sims, order, axis=1)
+    rows[~np.isfinite(sims)] = -1
+    return rows, sims
+
+
+def _score(vectors: np.ndarray, part: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """Inner products of each row of ``part`` with its candidate rows (FAISS, threaded);
+    -inf for -1 and for the row itself."""
+    ids = np.where(candidates < 0, part[:, None], candidates).astype(np.int64)
+    out = np.empty(ids.shape, np.float32)
+    query = np.ascontiguousarray(vectors[part])
+    faiss.fvec_inner_products_by_idx(faiss.swig_ptr(out), faiss.swig_ptr(query),
+                                     faiss.swig_ptr(vectors), faiss.swig_ptr(ids),
+                                     vectors.shape[1], len(part), ids.shape[1])
+    out[ids == part[:, None]] = -np.inf
+    return out
+
+
+def refresh_stored_vectors(index: Any, rows: np.ndarray, vectors: np.ndarray) -> None:
+    """Overwrite the vectors an HNSW index holds for these rows, in place. The graph's links
+    stay as they were built (chosen for the old vectors); the scores it returns are those of
+    the new vectors."""
+    storage: Any = faiss.downcast_index(index.storage)
+    flat = faiss.rev_swig_ptr(storage.get_xb(), storage.ntotal * storage.d)
+    flat.reshape(storage.ntotal, storage.d)[rows] = vectors
+
+
 def _blend(base: np.ndarray, rows: np.ndarray, sims: np.ndarray,
            own: np.ndarray | None = None) -> np.ndarray:
     """DBA: each row (or each of ``own``) plus its neighbours ``rows``, weighted sim**3."""
@@ -133,7 +198,13 @@ def build_indexed_space(raw: np.ndarray, exact_max: int, mean: np.ndarray | None
         centred = unit_rows(raw - mean)
     del raw
     clock.lap("centre")
-    aug_rows, aug_sims = nearest_neighbours(centred, AUGMENT_NEIGHBOURS, exact_max)
+    approximate = len(centred) > exact_max
+    index = build_faiss(centred, exact_max) if approximate else None
+    if approximate:
+        clock.lap("faiss index")
+        aug_rows, aug_sims = linked_neighbours(index, centred, AUGMENT_NEIGHBOURS)
+    else:
+        aug_rows, aug_sims = nearest_neighbours(centred, AUGMENT_NEIGHBOURS, exact_max)
     clock.lap("augmentation graph")
     augmented = np.empty_like(centred)
     for start in range(0, len(centred), BLEND_CHUNK):  # all at once: 15 GB at 1M papers
@@ -144,9 +215,18 @@ def build_indexed_space(raw: np.ndarray, exact_max: int, mean: np.ndarray | None
         augmented = centred
     del centred  # not needed past the blend (unless it is ``augmented`` now): 1.4 GiB at 1M
     clock.lap("blend")
-    index = build_faiss(augmented, exact_max)
-    clock.lap("faiss index")
-    rows, sims = nearest_neighbours(augmented, STORED_NEIGHBOURS, exact_max, index)
+    if index is None:
+        index = build_faiss(augmented, exact_max)
+        clock.lap("faiss index")
+        rows, sims = nearest_neighbours(augmented, STORED_NEIGHBOURS, exact_max, index)
+    else:
+        # The graph built over the centred vectors serves the augmented ones: DBA moves
+        # each paper towards its neighbours, so the links stay good (the incremental build
+        # relies on the same; the recall is measured in docs/benchmarks/rebuild.md).
+        refresh_stored_vectors(index, np.arange(len(augmented)), augmented)
+        index.hnsw.efSearch = NEIGHBOUR_EF
+        rows, sims = nearest_neighbours(augmented, STORED_NEIGHBOURS, exact_max, index)
+        index.hnsw.efSearch = HNSW_EF
     clock.lap("neighbour graph")
     space = ContentSpace(augmented, mean.astype(np.float32), rows, sims, aug_rows, aug_sims)
     return space, index
