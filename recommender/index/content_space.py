@@ -149,9 +149,9 @@ def _score(vectors: np.ndarray, part: np.ndarray, candidates: np.ndarray) -> np.
     ids = np.where(candidates < 0, part[:, None], candidates).astype(np.int64)
     out = np.empty(ids.shape, np.float32)
     query = np.ascontiguousarray(vectors[part])
-    faiss.fvec_inner_products_by_idx(faiss.swig_ptr(out), faiss.swig_ptr(query),
-                                     faiss.swig_ptr(vectors), faiss.swig_ptr(ids),
-                                     vectors.shape[1], len(part), ids.shape[1])
+    faiss.fvec_inner_products_by_idx(  # type: ignore[attr-defined]  # not in the stubs
+        faiss.swig_ptr(out), faiss.swig_ptr(query), faiss.swig_ptr(vectors),
+        faiss.swig_ptr(ids), vectors.shape[1], len(part), ids.shape[1])
     out[ids == part[:, None]] = -np.inf
     return out
 
