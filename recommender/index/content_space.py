@@ -34,11 +34,12 @@ HNSW_M = 32
 HNSW_EF = 128
 # A full HNSW build finds its graphs in the one HNSW graph it builds (docs/benchmarks/rebuild.md,
 # "One HNSW graph"): the augmentation lists among each paper's level-0 links and the links
-# of its LINK_HOPS best ones, scored exactly; the stored lists by a search at NEIGHBOUR_EF.
+# of its LINK_HOPS best ones, scored exactly; the stored lists the same way (NEIGHBOUR_HOPS).
 LINK_HOPS = 4
-NEIGHBOUR_EF = 64
+NEIGHBOUR_HOPS = 8
 BLEND_CHUNK = 8192  # papers blended at a time (each gathers its neighbours' vectors)
 SEARCH_CHUNK = 16_384  # rows searched at a time for their nearest neighbours
+LINK_CHUNK = 4096  # rows whose linked candidates are scored at a time (~600 each)
 REVERSE_CANDIDATES = 64  # approximate (HNSW) extension: candidates searched per added paper
 
 
@@ -105,10 +106,11 @@ def nearest_neighbours(
     return rows, sims
 
 
-def linked_neighbours(index: Any, vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def linked_neighbours(index: Any, vectors: np.ndarray, k: int,
+                      hops: int = LINK_HOPS) -> tuple[np.ndarray, np.ndarray]:
     """The k nearest other rows of every row, approximately, from an HNSW index built over
     exactly these vectors, without searching it: each row's candidates are its level-0
-    links and the links of its LINK_HOPS most similar linked rows (one step of neighbour
+    links and the links of its ``hops`` most similar linked rows (one step of neighbour
     descent), scored exactly. Finds 98-99% of the true 10 nearest (as a search at efSearch
     128 does) in a fraction of the search's time."""
     n = len(vectors)
@@ -121,12 +123,12 @@ def linked_neighbours(index: Any, vectors: np.ndarray, k: int) -> tuple[np.ndarr
     offsets = faiss.vector_to_array(hnsw.offsets).astype(np.int64)
     table = faiss.rev_swig_ptr(hnsw.neighbors.data(), hnsw.neighbors.size())
     width = hnsw.nb_neighbors(0)  # level-0 links first in each node's slice, -1 padded
-    for start in range(0, n, SEARCH_CHUNK):
-        part = np.arange(start, min(n, start + SEARCH_CHUNK))
+    for start in range(0, n, LINK_CHUNK):
+        part = np.arange(start, min(n, start + LINK_CHUNK))
         links = table[offsets[part, None] + np.arange(width)]
         link_sims = _score(vectors, part, links)
-        hops = np.argpartition(-link_sims, min(LINK_HOPS, width) - 1, axis=1)[:, :LINK_HOPS]
-        via = np.take_along_axis(links, hops, axis=1)
+        best_links = np.argpartition(-link_sims, min(hops, width) - 1, axis=1)[:, :hops]
+        via = np.take_along_axis(links, best_links, axis=1)
         further = table[offsets[np.maximum(via, 0), None] + np.arange(width)]
         further[via < 0] = -1
         candidates = np.concatenate([links, further.reshape(len(part), -1)], axis=1)
@@ -156,13 +158,19 @@ def _score(vectors: np.ndarray, part: np.ndarray, candidates: np.ndarray) -> np.
     return out
 
 
+def stored_vectors(index: Any) -> np.ndarray:
+    """The vectors an HNSW index holds, as a writable (n, d) view of its own memory (valid
+    while the index lives). Writing them changes the scores it returns, not its links."""
+    storage: Any = faiss.downcast_index(index.storage)
+    flat = faiss.rev_swig_ptr(storage.get_xb(), storage.ntotal * storage.d)
+    return np.asarray(flat).reshape(storage.ntotal, storage.d)
+
+
 def refresh_stored_vectors(index: Any, rows: np.ndarray, vectors: np.ndarray) -> None:
     """Overwrite the vectors an HNSW index holds for these rows, in place. The graph's links
     stay as they were built (chosen for the old vectors); the scores it returns are those of
     the new vectors."""
-    storage: Any = faiss.downcast_index(index.storage)
-    flat = faiss.rev_swig_ptr(storage.get_xb(), storage.ntotal * storage.d)
-    flat.reshape(storage.ntotal, storage.d)[rows] = vectors
+    stored_vectors(index)[rows] = vectors
 
 
 def _blend(base: np.ndarray, rows: np.ndarray, sims: np.ndarray,
@@ -198,13 +206,9 @@ def build_indexed_space(raw: np.ndarray, exact_max: int, mean: np.ndarray | None
         centred = unit_rows(raw - mean)
     del raw
     clock.lap("centre")
-    approximate = len(centred) > exact_max
-    index = build_faiss(centred, exact_max) if approximate else None
-    if approximate:
-        clock.lap("faiss index")
-        aug_rows, aug_sims = linked_neighbours(index, centred, AUGMENT_NEIGHBOURS)
-    else:
-        aug_rows, aug_sims = nearest_neighbours(centred, AUGMENT_NEIGHBOURS, exact_max)
+    if len(centred) > exact_max:
+        return _one_graph_space(centred, mean, clock)
+    aug_rows, aug_sims = nearest_neighbours(centred, AUGMENT_NEIGHBOURS, exact_max)
     clock.lap("augmentation graph")
     augmented = np.empty_like(centred)
     for start in range(0, len(centred), BLEND_CHUNK):  # all at once: 15 GB at 1M papers
@@ -215,21 +219,38 @@ def build_indexed_space(raw: np.ndarray, exact_max: int, mean: np.ndarray | None
         augmented = centred
     del centred  # not needed past the blend (unless it is ``augmented`` now): 1.4 GiB at 1M
     clock.lap("blend")
-    if index is None:
-        index = build_faiss(augmented, exact_max)
-        clock.lap("faiss index")
-        rows, sims = nearest_neighbours(augmented, STORED_NEIGHBOURS, exact_max, index)
-    else:
-        # The graph built over the centred vectors serves the augmented ones: DBA moves
-        # each paper towards its neighbours, so the links stay good (the incremental build
-        # relies on the same; the recall is measured in docs/benchmarks/rebuild.md).
-        refresh_stored_vectors(index, np.arange(len(augmented)), augmented)
-        index.hnsw.efSearch = NEIGHBOUR_EF
-        rows, sims = nearest_neighbours(augmented, STORED_NEIGHBOURS, exact_max, index)
-        index.hnsw.efSearch = HNSW_EF
+    index = build_faiss(augmented, exact_max)
+    clock.lap("faiss index")
+    rows, sims = nearest_neighbours(augmented, STORED_NEIGHBOURS, exact_max, index)
     clock.lap("neighbour graph")
     space = ContentSpace(augmented, mean.astype(np.float32), rows, sims, aug_rows, aug_sims)
     return space, index
+
+
+def _one_graph_space(centred: np.ndarray, mean: np.ndarray,
+                     clock: PhaseClock) -> tuple[ContentSpace, Any]:
+    """An HNSW build (above the exact limit) with one HNSW graph, built over the centred
+    vectors: the augmentation lists are found among its links; the blended vectors are
+    written into the index's own copy of the vectors (the graph then serves them: DBA moves
+    each paper towards its neighbours, so the links stay good, as an incremental build also
+    relies on) and back into ``centred``, which holds the retrieval vectors afterwards; the
+    stored lists are found among the links too. No all-pairs search, one copy of the vectors
+    besides the index's (docs/benchmarks/rebuild.md, "One HNSW graph")."""
+    index = build_faiss(centred, exact_max=0)
+    clock.lap("faiss index")
+    aug_rows, aug_sims = linked_neighbours(index, centred, AUGMENT_NEIGHBOURS)
+    clock.lap("augmentation graph")
+    served = stored_vectors(index)
+    for start in range(0, len(centred), BLEND_CHUNK):
+        part = np.arange(start, min(len(centred), start + BLEND_CHUNK))
+        served[part] = _blend(centred, aug_rows[part], aug_sims[part], own=part)
+    centred[...] = served
+    augmented = centred
+    clock.lap("blend")
+    rows, sims = linked_neighbours(index, augmented, STORED_NEIGHBOURS, NEIGHBOUR_HOPS)
+    clock.lap("neighbour graph")
+    return ContentSpace(augmented, mean.astype(np.float32), rows, sims, aug_rows,
+                        aug_sims), index
 
 
 # (added rows, their vectors) -> (rows, K) candidate rows to score for each, -1 for none
