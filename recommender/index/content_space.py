@@ -7,7 +7,11 @@ is a thin query. Two standard retrieval steps, all unsupervised, fix much of tha
 2. database-side augmentation (DBA): each paper's vector is blended with its nearest
    neighbours', weighted by similarity cubed, so near-duplicates and close work agree;
 The neighbour lists computed here are stored with each index version (similar papers,
-candidates, density); nothing depends on a particular dataset. Query expansion (a liked
+candidates, density); nothing depends on a particular dataset. Up to the exact limit both
+graphs are exact (a FlatIP search of every paper). Above it a full build makes one HNSW
+graph, over the centred vectors, and finds both graphs among its links, scored exactly,
+rather than searching every paper against every other (``linked_neighbours``); the blended
+vectors then replace the centred ones in that index, which serves them. Query expansion (a liked
 paper querying with its neighbours too) was measured and dropped: it lowered every figure of
 the evaluation (benchmarks/ranking_experiments/results.md).
 
