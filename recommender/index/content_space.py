@@ -116,8 +116,8 @@ def linked_neighbours(index: Any, vectors: np.ndarray, k: int,
     exactly these vectors, without searching it: each row's candidates are its level-0
     links and the links of its ``hops`` most similar linked rows (one step of neighbour
     descent), scored exactly. At 250k papers: 97.9% of the true 10 nearest with 4 hops (a
-    search at efSearch 128: 99.1%), 98.3% of the true 20 with 8, in a fifth of a search's
-    time (docs/benchmarks/rebuild.md)."""
+    search at efSearch 128: 99.1%), 98.3% of the true 20 with 8, in a third of a search's
+    time or less (docs/benchmarks/rebuild.md)."""
     n = len(vectors)
     k = min(k, n - 1)
     rows = np.full((n, k), -1, np.int32)
