@@ -147,3 +147,36 @@ def test_a_build_that_may_overwrite_its_vectors_builds_the_same_space(
     for name in ("neighbours", "augment_neighbours"):
         same = (getattr(frugal, name) == getattr(plain, name)).mean()
         assert same > 0.99, name  # the same graphs (HNSW builds may differ in a tie or two)
+
+
+def test_an_hnsw_build_finds_its_graphs_in_the_one_graph_it_builds() -> None:
+    """Above the exact limit a full build makes one HNSW graph: the augmentation lists come
+    from its links (scored exactly), the stored lists from searching it once it serves the
+    augmented vectors. Both must hold nearly all of the true nearest papers."""
+    from recommender.index import content_space
+
+    rng = np.random.default_rng(3)
+    centres = rng.normal(size=(60, 32))
+    raw = (centres[rng.integers(0, 60, 4000)] + 0.6 * rng.normal(size=(4000, 32)) + 2.0)
+    space, index = content_space.build_indexed_space(raw.astype(np.float32), exact_max=1000)
+    assert hasattr(index, "hnsw") and index.ntotal == 4000
+    centred = raw - raw.mean(axis=0)
+    centred /= np.linalg.norm(centred, axis=1, keepdims=True)
+
+    def recall(vectors: np.ndarray, rows: np.ndarray, k: int) -> float:
+        sims = vectors @ vectors.T
+        np.fill_diagonal(sims, -np.inf)
+        truth = np.argsort(-sims, axis=1)[:, :k]
+        return float(np.mean([len(set(t) & set(r)) / k for t, r in zip(truth, rows, strict=True)]))
+
+    assert space.augment_neighbours is not None
+    for rows in (space.augment_neighbours, space.neighbours):
+        assert (rows != np.arange(4000)[:, None]).all()  # never a paper itself
+        assert all(len(set(r)) == len(r) for r in rows)  # nor one twice
+    assert recall(centred, space.augment_neighbours, content_space.AUGMENT_NEIGHBOURS) >= 0.95
+    assert recall(space.vectors, space.neighbours, content_space.STORED_NEIGHBOURS) >= 0.95
+    # The served index holds the augmented vectors (it was built over the centred ones).
+    scores, found = index.search(space.vectors[:50], 5)
+    expected = np.einsum("qd,qkd->qk", space.vectors[:50], space.vectors[found])
+    assert np.allclose(scores, expected, atol=1e-5)
+    assert (found == np.arange(50)[:, None]).any(axis=1).mean() >= 0.95

@@ -38,6 +38,7 @@ from recommender.index.content_space import (
     extend_augmentation,
     extend_neighbours,
     normalise,
+    refresh_stored_vectors,
 )
 from recommender.index.paper_index import PaperIndex, read_through
 from recommender.storage.versions import LiveVersion, VersionedDir
@@ -111,15 +112,6 @@ class _Base:
                  "build_reason": f"{n - n_old} papers added, {len(changed)} existing papers' "
                                  f"vectors changed, mean drift {self.drift:.4f}"}
         return space, index, build
-
-
-def refresh_stored_vectors(index: Any, rows: np.ndarray, vectors: np.ndarray) -> None:
-    """Overwrite the vectors an HNSW index holds for these rows, in place. The graph's links
-    stay as they were built (chosen for the old vectors: close, since only a neighbour or
-    two of each changed); the scores it returns are those of the new vectors."""
-    storage: Any = faiss.downcast_index(index.storage)
-    flat = faiss.rev_swig_ptr(storage.get_xb(), storage.ntotal * storage.d)
-    flat.reshape(storage.ntotal, storage.d)[rows] = vectors
 
 
 class IndexStore:
