@@ -12,7 +12,9 @@ from recommender.evaluation import dataset, runner
 MAX_PROBLEMS_SHOWN = 20
 
 
-def evaluate(args: argparse.Namespace, settings: Settings) -> int:
+def load(args: argparse.Namespace) -> dataset.Dataset:
+    """The dataset of ``--papers``, ``--train`` and ``--test``, its problems (bad records,
+    unknown papers) on stderr, the first MAX_PROBLEMS_SHOWN of them."""
     problems = 0
 
     def report(problem: str) -> None:
@@ -24,6 +26,11 @@ def evaluate(args: argparse.Namespace, settings: Settings) -> int:
     data = dataset.load_dataset(args.papers, args.train, args.test, on_problem=report)
     if problems > MAX_PROBLEMS_SHOWN:
         print(f"... and {problems - MAX_PROBLEMS_SHOWN} more problems", file=sys.stderr)
+    return data
+
+
+def evaluate(args: argparse.Namespace, settings: Settings) -> int:
+    data = load(args)
     result = wiring.build(settings).evaluate(data, args.methods, seed=args.seed,
                                              index=args.index, new_papers=args.new_papers,
                                              onboarding=args.onboarding,

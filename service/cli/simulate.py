@@ -5,13 +5,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from recommender.core.config import Settings
 from recommender.core.errors import InvalidInput
 from recommender.storage.versions import write_atomically
-
-MAX_PROBLEMS_SHOWN = 20
 
 
 def simulate(args: argparse.Namespace, settings: Settings) -> int:
@@ -23,20 +20,11 @@ def simulate(args: argparse.Namespace, settings: Settings) -> int:
     if missing:
         raise InvalidInput(f"paperrec simulate needs {', '.join(missing)} (or --service URL "
                            f"to simulate readers of a running service)")
-    from recommender.evaluation import dataset
     from recommender.simulation.simulator import SimulationOptions, run_simulation
 
-    problems = 0
+    from .evaluate import load
 
-    def report(problem: str) -> None:
-        nonlocal problems
-        problems += 1
-        if problems <= MAX_PROBLEMS_SHOWN:
-            print(problem, file=sys.stderr)
-
-    data = dataset.load_dataset(args.papers, args.train, args.test, on_problem=report)
-    if problems > MAX_PROBLEMS_SHOWN:
-        print(f"... and {problems - MAX_PROBLEMS_SHOWN} more problems", file=sys.stderr)
+    data = load(args)
     options = SimulationOptions(users=args.users or 500, days=args.days,
                                 variants=(args.variants[0], args.variants[1]), seed=args.seed,
                                 skip_chance=args.skip_chance, next_month=not args.no_next_month)
