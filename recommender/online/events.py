@@ -214,14 +214,6 @@ class EventLog:
 
     # --- reading ----------------------------------------------------------------------
 
-    def events(self, since: float | None = None) -> Iterator[dict[str, Any]]:
-        """Every event, oldest first (the daily files, then the stream's tail); ``since``:
-        from that day's files on (unix time)."""
-        for path in self._files("*", since):
-            yield from _read_lines(path)
-        for _, event in self._stream(self._exported()):
-            yield event
-
     def outcomes(self, since: float | None = None) -> Iterator[OutcomeEvent]:
         """The outcomes, oldest first."""
         for event in self.outcome_records(since):
@@ -351,17 +343,6 @@ class EventLog:
             data = "".join(kept).encode("utf-8")
             write_atomically(path, lambda handle, data=data: handle.write(data))  # type: ignore[misc]
         return gone
-
-    def count_user(self, user: str) -> dict[str, int]:
-        """How many lists and outcomes of ``user`` the log holds (their data export)."""
-        lists = outcomes = 0
-        for event in self.events():
-            if event["u"] == user:
-                if event["k"] == "list":
-                    lists += 1
-                else:
-                    outcomes += 1
-        return {"lists_logged": lists, "outcomes_logged": outcomes}
 
 
 def _read_lines(path: Path, scores: bool = True) -> Iterator[dict[str, Any]]:

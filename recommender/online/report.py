@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from recommender.online.events import EventLog, OutcomeEvent, ServedList
+from recommender.online.events import EventLog
 from recommender.online.experiments import (
     Experiment,
     Verdict,
@@ -94,20 +94,6 @@ def build_report(log: EventLog, corpus_papers: int, now: float, *,
         outcomes.add(data["k"], data["u"], data["l"], data["p"], float(data["t"]))
     columns = _Columns(outcomes, experiments, since)
     columns.read(log.list_records(since, scores=False))
-    return columns.report(corpus_papers, now, since)
-
-
-def summarise(lists: Iterable[ServedList], outcomes: Iterable[OutcomeEvent],
-              corpus_papers: int, now: float, *, since: float | None = None,
-              experiments: Sequence[Experiment] = ()) -> Report:
-    """``build_report`` over events given (the simulator's, a test's)."""
-    done = _Outcomes(since)
-    for outcome in outcomes:
-        done.add(outcome.kind, outcome.user, outcome.list_id, outcome.paper, outcome.at)
-    columns = _Columns(done, experiments, since)
-    columns.read({"l": s.list_id, "u": s.user, "s": s.surface, "t": s.at, "p": s.papers,
-                  "v": s.variants, "q": s.probability, "o": s.offset, "x": s.experiment,
-                  "new": "".join("1" if new else "0" for new in s.new)} for s in lists)
     return columns.report(corpus_papers, now, since)
 
 
