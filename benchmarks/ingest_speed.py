@@ -135,6 +135,7 @@ def measure(args: argparse.Namespace, n: int) -> dict[str, Any]:
             row["daily_seconds"] = [run["daily"]["seconds"] for run in done]
             row["daily"] = {key: value for key, value in done[0]["daily"].items()
                             if key != "seconds"}
+            row["rule_lookups"] = done[-1].get("rule_lookups")
             row["times_bare"] = harness.paired_ratio(
                 [run["seconds"] for run in runs["bare"]], seconds, 2)
         out[name] = row

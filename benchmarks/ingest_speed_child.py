@@ -5,20 +5,30 @@ checkout's ``recommender`` comes first on the path (``harness.run_in_checkout``)
     python benchmarks/ingest_speed_child.py bare DATA_DIR RECORDS.jsonl
 
 ``ingest``: ``jobs.ingest`` of the records into a fresh corpus (what ``paperrec ingest``
-runs), then of the daily file into it; ``bare``: one INSERT of id and JSON line per record
-into a table of two columns, in one transaction. Prints one line of JSON: seconds, counts,
-phases (when the checkout's ingest has them) and the bytes on disk.
+runs), then of the daily file into it, then the reader rules' phrase lookups
+(``papers_with_words``, ``RULE_PHRASES``: the median of 5 calls each, in milliseconds, as the
+checkout answers them); ``bare``: one INSERT of id and JSON line per record into a table of
+two columns, in one transaction. Prints one line of JSON: seconds, counts, phases (when the
+checkout's ingest has them) and the bytes on disk.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import statistics
 import sqlite3
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+# Phrases a reader follows or mutes: common words (a tenth of the records and more), a
+# common pair, rare ones; two also since 2026-10-01 (day 20,727: a follow rule's
+# window). (phrase, since_day or None)
+RULE_PHRASES = [("learning", None), ("neural networks", None), ("the", None),
+                ("graph neural", None), ("protein", None), ("reinforcement learning", None),
+                ("learning", 20_727.0), ("neural networks", 20_727.0)]
 
 
 def _bytes(data_dir: Path) -> dict[str, int]:
@@ -54,7 +64,23 @@ def ingest(data_dir: Path, records: Path, daily: Path | None) -> dict[str, Any]:
         corpus.close()
         result["daily"] = {"seconds": round(time.perf_counter() - started, 3),
                            "added": summary.added, "unchanged": summary.unchanged}
+    result["rule_lookups"] = rule_lookups(CorpusStore(data_dir / "corpus.sqlite"))
     return result
+
+
+def rule_lookups(corpus: Any) -> dict[str, dict[str, float]]:
+    """Per phrase (and day): the papers it finds and the median of 5 lookups in ms."""
+    figures = {}
+    for phrase, since in RULE_PHRASES:
+        times, found = [], 0
+        for _ in range(5):
+            started = time.perf_counter()
+            found = len(corpus.papers_with_words(phrase.split(), since))
+            times.append((time.perf_counter() - started) * 1000)
+        label = phrase if since is None else f"{phrase} since {since:g}"
+        figures[label] = {"papers": found, "ms": round(statistics.median(times), 2)}
+    corpus.close()
+    return figures
 
 
 def bare(data_dir: Path, records: Path) -> dict[str, Any]:

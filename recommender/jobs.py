@@ -12,15 +12,15 @@ import numpy as np
 
 from recommender.core.config import Settings
 from recommender.core.errors import IndexNotReady, InvalidInput
-from recommender.core.papers import Paper, Rejection
+from recommender.core.papers import Rejection
 from recommender.core.phases import PhaseClock
 from recommender.corpus.arxiv import HarvestSummary, harvest
 from recommender.corpus.arxiv_categories import set_for_category
-from recommender.corpus.formats import read_papers
 from recommender.corpus.oai_pmh import OaiPmhClient
 from recommender.corpus.openreview import OpenReviewClient, VenueSummary, check_venue_id
 from recommender.corpus.openreview import harvest as harvest_venue
-from recommender.corpus.store import CorpusStore, UpsertCounts
+from recommender.corpus.reading import read_prepared
+from recommender.corpus.store import CorpusStore, Prepared, UpsertCounts
 from recommender.embedding.cache import EmbeddingCache, EmbedInto, cached_vectors
 from recommender.embedding.encoders import Embedder, TextEncoder
 from recommender.feedback.store import FeedbackStore
@@ -80,29 +80,32 @@ def ingest(
     paths: Iterable[Path],
     on_rejection: Callable[[Rejection], None],
     batch: int = 20_000,
+    read_in_process: bool | None = None,
 ) -> IngestSummary:
     """Read every file into the corpus; bad records are reported and skipped. A batch is
     one transaction (its rows, their words, identifiers and index entries) and one write
     of the keyword index. Into an empty corpus the lookup indexes are built once at the end
-    (``CorpusStore.bulk_load``). The summary says where the time went: ``read`` (parsing
-    the files), ``store`` (SQLite), ``keyword index`` (tantivy), ``lookup indexes``."""
+    (``CorpusStore.bulk_load``). Large files are read in a second process while this one
+    writes (``reading.read_prepared``; ``read_in_process`` decides instead of their size).
+    The summary says where the time went: ``read`` (parsing the files; with a reading
+    process, the time spent waiting for it), ``store`` (SQLite), ``keyword index``
+    (tantivy), ``lookup indexes``."""
     counts = UpsertCounts()
     summary = IngestSummary()
     clock = PhaseClock()
     started = time.perf_counter()
-    pending: list[Paper] = []
+    pending: list[Prepared] = []
     with corpus.bulk_load(clock):
-        for path in paths:
-            for item in read_papers(path):
-                if isinstance(item, Rejection):
-                    summary.rejected += 1
-                    on_rejection(item)
-                    continue
-                pending.append(item)
-                if len(pending) >= batch:
-                    clock.lap("read")
-                    corpus.upsert(pending, counts, clock)
-                    pending = []
+        for item in read_prepared(list(paths), read_in_process):
+            if isinstance(item, Rejection):
+                summary.rejected += 1
+                on_rejection(item)
+                continue
+            pending.append(item)
+            if len(pending) >= batch:
+                clock.lap("read")
+                corpus.upsert(pending, counts, clock)
+                pending = []
         clock.lap("read")
         corpus.upsert(pending, counts, clock)
     summary.added, summary.updated = counts.added, counts.updated

@@ -123,7 +123,7 @@ def test_a_corpus_written_before_rules_is_indexed_when_opened(tmp_path: Path) ->
     CorpusStore(path).upsert([GRAPHS])
     with sqlite3.connect(path) as db:  # as an older paperrec left it: no rule indexes
         db.execute("DROP TABLE paper_authors")
-        db.execute("DROP TABLE paper_words")
+        db.execute("DROP TABLE paper_titles")
     reopened = CorpusStore(path)
     assert [pid for pid, _ in reopened.papers_by_author("jurgen muller")] == ["p-graphs"]
     assert [pid for pid, _ in reopened.papers_with_words(["message", "passing"])] == ["p-graphs"]

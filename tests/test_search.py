@@ -223,7 +223,6 @@ def test_a_corpus_of_an_older_paperrec_is_migrated(tmp_path: Path) -> None:
     corpus = CorpusStore(path)
     corpus.upsert([Paper.from_dict(p) for p in PAPERS[:4]])
     with corpus._db:  # the schema as it was
-        corpus._db.execute("DROP TABLE paper_words")
         corpus._db.execute("DROP TABLE paper_titles")
         corpus._db.execute("CREATE VIRTUAL TABLE paper_words USING fts5(title, abstract)")
     corpus.close()

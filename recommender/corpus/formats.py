@@ -11,6 +11,7 @@ from __future__ import annotations
 import codecs
 import csv
 import datetime as dt
+import itertools
 import json
 import re
 from collections.abc import Iterator, Mapping
@@ -140,22 +141,42 @@ def _detect_format(path: Path) -> str:
 def _read_jsonl(path: Path, source: str) -> Iterator[Paper | Rejection]:
     with path.open("rb") as handle:
         for number, raw_line in enumerate(handle, start=1):
-            try:
-                line = raw_line.decode("utf-8-sig")
-            except UnicodeDecodeError:
-                yield Rejection(source, number, "line is not valid UTF-8 text")
-                continue
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line.rstrip())
-            except json.JSONDecodeError as exc:
-                yield Rejection(source, number, f"not valid JSON: {exc.msg} (column {exc.colno})")
-                continue
-            if not isinstance(record, dict):
-                yield Rejection(source, number, f"expected a JSON object, got {_json_type(record)}")
-                continue
-            yield _paper_or_rejection(record, source, number)
+            item = jsonl_item(raw_line, source, number)
+            if item is not None:
+                yield item
+
+
+def is_jsonl(path: Path) -> bool:
+    """Whether ``read_papers`` reads the file as JSON Lines (a readable file, one object a
+    line): the format ``jsonl_blocks`` splits."""
+    return not _file_problem(path) and _detect_format(path) == "jsonl"
+
+
+def jsonl_blocks(path: Path, size: int) -> Iterator[tuple[int, list[bytes]]]:
+    """The lines of a JSON Lines file in blocks of ``size``: (number of the block's first
+    line, its lines), for readers that each take a share of the blocks (``jsonl_item``)."""
+    with path.open("rb") as handle:
+        first = 1
+        while lines := list(itertools.islice(handle, size)):
+            yield first, lines
+            first += len(lines)
+
+
+def jsonl_item(raw_line: bytes, source: str, number: int) -> Paper | Rejection | None:
+    """The paper (or rejection) of one line of a JSON Lines file; None for a blank line."""
+    try:
+        line = raw_line.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return Rejection(source, number, "line is not valid UTF-8 text")
+    if not line.strip():
+        return None
+    try:
+        record = json.loads(line.rstrip())
+    except json.JSONDecodeError as exc:
+        return Rejection(source, number, f"not valid JSON: {exc.msg} (column {exc.colno})")
+    if not isinstance(record, dict):
+        return Rejection(source, number, f"expected a JSON object, got {_json_type(record)}")
+    return _paper_or_rejection(record, source, number)
 
 
 def _read_csv(path: Path, source: str) -> Iterator[Paper | Rejection]:

@@ -8,11 +8,13 @@ tantivy (a Lucene-like engine in Rust, MIT licence, wheels on PyPI) keeps each d
 field lengths in a byte a document and collects the top k as it goes: block-max WAND skips
 whole blocks of a disjunction's postings that cannot enter the top k, and a conjunction is
 scored in compiled code (``benchmarks/search.py`` and docs/guide/search.md have the figures).
-The FTS5 table stays: the reader rules look phrases up in it.
+The reader rules' phrases are looked up here too (``rows_with``: every match, unscored), so
+the corpus keeps no FTS5 table beside it (it cost 0.65 bytes per byte of text and a third of
+the ingest's time; docs/benchmarks/ingest.md).
 
 One document per row of ``papers`` (its ``rowid``): ``title``, ``abstract``, ``authors``
-(the folded words ``CorpusStore`` writes into ``paper_words``, split at spaces; the
-store's ``documents`` gives them, the FTS5 table keeping none), ``row`` and
+(the folded words of ``matching.words``, split at spaces; the store's ``documents`` gives
+them), ``row`` and
 ``day`` (publication day, for ``year:``). Scores are BM25 per field (each with its own
 average length), weighted ``TITLE_WEIGHT`` / 1 / ``AUTHORS_WEIGHT`` as the FTS5 ranking was.
 
@@ -31,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import itertools
+import math
 import os
 import shutil
 import sqlite3
@@ -229,6 +232,32 @@ class KeywordIndex:
         rows = searcher.fast_field_values("row", [address for _, address in hits])
         return [(int(row), float(score))
                 for (score, _), row in zip(hits, rows, strict=True) if row is not None]
+
+    def rows_with(self, words: Sequence[str], fields: Sequence[Field],
+                  since_day: float | None = None) -> list[int]:
+        """Every row (in row order, unscored) whose ``fields`` hold these consecutive words
+        in one of them; ``since_day``: only those published on or after it (a row without a
+        day never is). Two passes over the postings, a count and then the rows: a collector
+        of every document would hold the whole corpus's worth of slots."""
+        if not words or any(len(w.encode()) >= LONGEST_WORD for w in words):
+            return []  # not in the index (``remove_long``)
+        query = tantivy.Query.boolean_query([
+            (tantivy.Occur.Should, tantivy.Query.term_query(self._schema, name, words[0])
+             if len(words) == 1 else tantivy.Query.phrase_query(self._schema, name, list(words)))
+            for name in fields])
+        if since_day is not None:
+            query = tantivy.Query.boolean_query([
+                (tantivy.Occur.Must, query),
+                (tantivy.Occur.Must, tantivy.Query.range_query(
+                    self._schema, "day", tantivy.FieldType.Float, float(since_day),
+                    math.inf))])
+        searcher = self._current()
+        count = searcher.search(query, 1, count=True, order_by_field="row").count or 0
+        if not count:
+            return []
+        hits = searcher.search(query, count, count=False, order_by_field="row",
+                               order=tantivy.Order.Asc).hits
+        return [int(row) for row, _ in hits]
 
     def _term(self, term: Term) -> Any:
         fields = [term.field] if term.field else list(FIELDS)

@@ -2,14 +2,15 @@
 
 Readers (the service) and a writer (ingest) can work at once: the database runs in WAL mode.
 Beside each record the store keeps what a reader's rules look up (``recommender.core.matching``):
-each author's normalised name in a B-tree index (``papers_by_author``: exact, one lookup)
-and the folded words of title, abstract and authors' names in an SQLite FTS5 table
-(``papers_with_words``: a phrase query in title and abstract), so following or muting costs
-an index lookup, not a scan of the corpus. Search finds words in a tantivy index of the same
-words (``keyword_index.KeywordIndex``, in ``corpus-words/`` beside the file: ``search_words``,
-``search_author``, BM25 weighted by field, the best k without scoring every match) and exact
-titles in a B-tree (``search_title``). Every change of a paper's words is recorded in
-``keyword_changes`` in the same transaction, and written into the tantivy index after it.
+each author's normalised name and each category in a B-tree index (``papers_by_author``,
+``papers_in_category``: exact, one lookup), and the folded words of title, abstract and
+authors' names in a tantivy index (``keyword_index.KeywordIndex``, in ``corpus-words/``
+beside the file: ``papers_with_words``, a phrase in title or abstract), so following or
+muting costs an index lookup, not a scan of the corpus. Search finds words in the same index
+(``search_words``, ``search_author``: BM25 weighted by field, the best k without scoring
+every match) and exact titles in a B-tree (``search_title``). Every change of a paper's words
+is recorded in ``keyword_changes`` in the same transaction, and written into the tantivy
+index after it.
 
 A paper its source withdrew (arXiv) is kept but marked ``withdrawn``: the next index build
 leaves it out.
@@ -74,12 +75,6 @@ CREATE INDEX IF NOT EXISTS paper_authors_paper ON paper_authors (paper);
 CREATE TABLE IF NOT EXISTS paper_categories (name TEXT NOT NULL, paper TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS paper_categories_name ON paper_categories (name);
 CREATE INDEX IF NOT EXISTS paper_categories_paper ON paper_categories (paper);
--- rowid = papers.rowid; the text is already folded (recommender.core.matching.words), the
--- authors' names one after the other. The rules look in title and abstract, search in all.
--- Contentless (content=''): the words are the record's, folded; FTS5 keeps only its index
--- (a copy of them beside it cost 1.25 bytes per byte of text). A row is deleted with FTS5's
--- 'delete' command and the words it was indexed with (``_unindex_words``).
-CREATE VIRTUAL TABLE IF NOT EXISTS paper_words USING fts5(title, abstract, authors, content='');
 -- Each paper's title as its folded words, for search's exact-title lookup (a B-tree: an
 -- FTS5 phrase of common words reads their whole position lists, 23 ms at 250k papers).
 CREATE TABLE IF NOT EXISTS paper_titles (key TEXT NOT NULL, paper TEXT NOT NULL);
@@ -118,6 +113,34 @@ class UpsertCounts:
     merged: int = 0  # duplicates of a stored paper by DOI or title (``identity``), stored once
 
 
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """What storing a paper derives from it (``prepare``), worked out where the paper is
+    read, so that a large ingest does it in its reading processes
+    (``recommender.corpus.reading``) while this one writes. The paper itself travels as
+    its record (``paper``), which is smaller to send and seldom needed again."""
+
+    id: str
+    content_hash: str
+    day: float | None
+    record: bytes  # ``papers.record`` (``_encode``)
+    keys: list[tuple[str, str]]  # ``identity.keys``
+    words: tuple[str, str, str]  # ``_word_fields``
+    authors: list[str]  # distinct ``author_key`` of its authors
+    categories: list[str]  # distinct ``category_key`` of its categories
+
+    @property
+    def paper(self) -> Paper:
+        return _paper(self.record)
+
+
+def prepare(paper: Paper) -> Prepared:
+    return Prepared(paper.id, paper.content_hash, _day(paper), _encode(paper),
+                    identity.keys(paper), _word_fields(paper),
+                    list({key for key in map(author_key, paper.authors) if key}),
+                    list({key for key in map(category_key, paper.categories) if key}))
+
+
 @dataclass(frozen=True)
 class PendingPaper:
     """A paper only readers' uploads brought, as an operator reviews it."""
@@ -146,8 +169,6 @@ class CorpusStore:
         self._db = sqlite3.connect(path, timeout=30, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
-        # Rows of the FTS5 table not written yet (``_flush_words``).
-        self._words_to_index: list[tuple[int | None, str, str, str]] = []
         # The record and words of each row this store last wrote (``_documents``), by rowid.
         self._words_written: dict[int, tuple[bytes, tuple[str, str, str]]] = {}
         had_categories = self._db.execute(
@@ -181,41 +202,31 @@ class CorpusStore:
                 and self._db.execute("SELECT 1 FROM papers LIMIT 1").fetchone()):
             with self._db:  # added with duplicate detection: the keys of every stored paper
                 for record, in self._db.execute("SELECT record FROM papers ORDER BY rowid"):
-                    self._remember(_paper(record))
-        word_columns = {row[1] for row in self._db.execute("PRAGMA table_info(paper_words)")}
-        words_sql = self._db.execute(
-            "SELECT sql FROM sqlite_master WHERE name = 'paper_words'").fetchone()[0]
-        if "authors" not in word_columns:  # added with search: the authors' words as well
-            with self._db:
+                    paper = _paper(record)
+                    self._remember(paper.id, identity.keys(paper))
+        if self._db.execute("SELECT 1 FROM sqlite_master WHERE name = 'paper_words'"
+                            ).fetchone():
+            with self._db:  # the rules' FTS5 table, until they read the keyword index
                 self._db.execute("DROP TABLE paper_words")
-                self._db.execute(_WORDS_TABLE)
-        elif "content=''" not in words_sql:  # made contentless: index the words again
+        titles_missing = self._db.execute("SELECT 1 FROM paper_titles LIMIT 1").fetchone() is None
+        if titles_missing and self._db.execute("SELECT 1 FROM papers LIMIT 1").fetchone():
+            # added with reader rules and search: every paper's authors, title, categories
+            # and words (into the keyword index)
             with self._db:
-                self._db.execute("DROP TABLE paper_words")
-                self._db.execute(_WORDS_TABLE)
-                for rowid, record in self._db.execute("SELECT rowid, record FROM papers"):
-                    self._db.execute(_INDEX_WORDS, (rowid, *_word_fields(_paper(record))))
-        words_missing = self._db.execute("SELECT 1 FROM paper_words LIMIT 1").fetchone() is None
-        if words_missing and self._db.execute("SELECT 1 FROM papers LIMIT 1").fetchone():
-            # added with reader rules (and search): index every paper's words
-            with self._transaction():
-                for rowid, record in self._db.execute("SELECT rowid, record FROM papers"):
-                    self._index_for_rules(rowid, _paper(record), fresh=False)
+                for rowid, record in self._db.execute(
+                        "SELECT rowid, record FROM papers").fetchall():
+                    self._index_for_rules(rowid, prepare(_paper(record)), fresh=False,
+                                          written=False)
         elif not had_categories:
             with self._db:  # added with category rules: index the categories of every paper
                 for record, in self._db.execute("SELECT record FROM papers"):
-                    self._index_categories(_paper(record))
-        titles_missing = self._db.execute("SELECT 1 FROM paper_titles LIMIT 1").fetchone() is None
-        if titles_missing and self._db.execute("SELECT 1 FROM papers LIMIT 1").fetchone():
-            with self._db:  # added with search's exact titles
-                self._db.executemany("INSERT INTO paper_titles VALUES (?, ?)", (
-                    (" ".join(words(_paper(record).title)), pid) for pid, record in
-                    self._db.execute("SELECT id, record FROM papers").fetchall()))
+                    paper = _paper(record)
+                    self._add_categories(paper.id, prepare(paper).categories)
 
     def close(self) -> None:
         self._db.close()
 
-    def upsert(self, papers: Iterable[Paper], counts: UpsertCounts | None = None,
+    def upsert(self, papers: Iterable[Paper | Prepared], counts: UpsertCounts | None = None,
                clock: PhaseClock | None = None) -> UpsertCounts:
         """Add new papers, update changed ones, leave identical ones alone (one transaction):
         papers from a trusted source. A changed paper that was withdrawn counts again (a new
@@ -230,7 +241,7 @@ class CorpusStore:
         pending paper (a reader's upload) is the exception: the trusted record replaces what
         the reader wrote, and the paper is verified."""
         counts = counts or UpsertCounts()
-        with self._transaction():
+        with self._db:
             self._upsert(papers, counts)
         if clock:
             clock.lap("store")
@@ -260,52 +271,50 @@ class CorpusStore:
                 if clock:
                     clock.lap("lookup indexes")
 
-    def _upsert(self, papers: Iterable[Paper], counts: UpsertCounts) -> None:
+    def _upsert(self, papers: Iterable[Paper | Prepared], counts: UpsertCounts) -> None:
         now = time.time()
-        for paper in papers:
+        for item in papers:
+            ready = item if isinstance(item, Prepared) else prepare(item)
             row = self._db.execute(
-                "SELECT record, rowid, verified FROM papers WHERE id = ?", (paper.id,)
+                "SELECT record, rowid, verified FROM papers WHERE id = ?", (ready.id,)
             ).fetchone()
-            paper_keys = identity.keys(paper)
             if row is None:
-                stored, how = self._stored_by_keys(paper, paper_keys)
+                stored, how = self._stored_by_keys(ready.id, ready.keys)
                 if stored is not None:
                     self._db.execute("INSERT OR IGNORE INTO identities VALUES ('id', ?, ?)",
-                                     (paper.id, stored.id))
-                    self._remember(paper, stored.id, paper_keys)
+                                     (ready.id, stored.id))
+                    self._remember(stored.id, ready.keys)
                     if how != "arxiv" and not self._pending(stored.id):
                         counts.merged += 1
                         continue
-                    paper = replace(paper, id=stored.id, doi=paper.doi or stored.doi)
-                    paper_keys = identity.keys(paper)
+                    paper = ready.paper
+                    ready = prepare(replace(paper, id=stored.id, doi=paper.doi or stored.doi))
                     row = self._db.execute(
-                        "SELECT record, rowid, verified FROM papers WHERE id = ?", (paper.id,)
+                        "SELECT record, rowid, verified FROM papers WHERE id = ?", (ready.id,)
                     ).fetchone()
-            record = _encode(paper)
             if row is None:
-                self._insert(paper, record, now, verified=True, paper_keys=paper_keys)
+                self._insert(ready, now, verified=True)
                 counts.added += 1
-            elif not row[2] or _paper(row[0]) != paper:
+            elif not row[2] or (row[0] != ready.record and _paper(row[0]) != ready.paper):
+                # (the same bytes are the same paper: ``_encode`` is deterministic)
                 self._db.execute(
                     "UPDATE papers SET content_hash = ?, record = ?, updated_at = ?, day = ?,"
                     " withdrawn = 0, verified = 1 WHERE id = ?",
-                    (paper.content_hash, record, now, _day(paper), paper.id),
+                    (ready.content_hash, ready.record, now, ready.day, ready.id),
                 )
-                self._db.execute("DELETE FROM uploads WHERE paper = ?", (paper.id,))
-                self._index_for_rules(row[1], paper, replaced=_paper(row[0]), fresh=False,
-                                      record=record)
-                self._remember(paper, None, paper_keys)
+                self._db.execute("DELETE FROM uploads WHERE paper = ?", (ready.id,))
+                self._index_for_rules(row[1], ready, fresh=False)
+                self._remember(ready.id, ready.keys)
                 counts.updated += 1
             else:
                 counts.unchanged += 1
 
-    def _insert(self, paper: Paper, record: bytes, now: float, *, verified: bool,
-                paper_keys: list[tuple[str, str]] | None = None) -> None:
+    def _insert(self, ready: Prepared, now: float, *, verified: bool) -> None:
         inserted = self._db.execute(
             "INSERT INTO papers VALUES (?, ?, ?, ?, ?, ?, 0, ?)",
-            (paper.id, paper.content_hash, record, now, now, _day(paper), int(verified)))
-        self._index_for_rules(inserted.lastrowid, paper, record=record)
-        self._remember(paper, None, paper_keys)
+            (ready.id, ready.content_hash, ready.record, now, now, ready.day, int(verified)))
+        self._index_for_rules(inserted.lastrowid, ready)
+        self._remember(ready.id, ready.keys)
 
     def upload(self, papers: Iterable[Paper], user: str, now: float) -> list[str]:
         """Store a reader's uploaded papers as pending and theirs (one transaction); the id
@@ -313,11 +322,11 @@ class CorpusStore:
         when it is pending (another reader uploaded it too), this reader becomes one of its
         uploaders, and sees the text stored first."""
         stored_ids = []
-        with self._transaction():
+        with self._db:
             for paper in papers:
                 found = self.find(paper)
                 if found is None:
-                    self._insert(paper, _encode(paper), now, verified=False)
+                    self._insert(prepare(paper), now, verified=False)
                     found = paper.id
                 stored_ids.append(found)
             self._claim(stored_ids, user, now)
@@ -409,7 +418,6 @@ class CorpusStore:
                                (paper_id,)).fetchone()
         if row is None:
             return 0
-        self._unindex_words(row[0], _paper(row[1]))
         self._db.execute("INSERT INTO keyword_changes (row) VALUES (?)", (row[0],))
         for table in ("paper_authors", "paper_categories", "paper_titles", "identities",
                       "uploads"):
@@ -444,7 +452,7 @@ class CorpusStore:
         """One harvested page in one transaction: its papers upserted, its withdrawn papers
         marked, and the harvest's new ``position``, so a crash keeps all of it or none.
         Returns how many papers were newly marked withdrawn."""
-        with self._transaction():
+        with self._db:
             self._upsert(papers, counts)
             marked = self._mark_withdrawn(withdrawn)
             self._db.execute(
@@ -454,26 +462,24 @@ class CorpusStore:
         self.keywords.apply(self._db)
         return marked
 
-    def _stored_by_keys(self, paper: Paper,
+    def _stored_by_keys(self, paper_id: str,
                         paper_keys: list[tuple[str, str]]) -> tuple[Paper | None, str]:
         """The stored paper this record (whose id is not stored) is a duplicate of, by its
         identifiers, and by which key scheme; (None, "") for a new paper."""
         for scheme, value in paper_keys:
             row = self._db.execute("SELECT paper FROM identities WHERE scheme = ? AND value = ?",
                                    (scheme, value)).fetchone()
-            if row and row[0] != paper.id:
+            if row and row[0] != paper_id:
                 stored = self.get(row[0])
                 if stored is not None:
                     return stored, scheme
         return None, ""
 
-    def _remember(self, paper: Paper, under: str | None = None,
-                  paper_keys: list[tuple[str, str]] | None = None) -> None:
-        """Store the record's keys (``identity.keys``, given or worked out) for the paper
-        ``under`` (default: its own id); a key already taken keeps its paper."""
+    def _remember(self, paper_id: str, keys: list[tuple[str, str]]) -> None:
+        """Store a record's keys (``identity.keys``) for the paper ``paper_id``; a key
+        already taken keeps its paper."""
         self._db.executemany("INSERT OR IGNORE INTO identities VALUES (?, ?, ?)",
-                             [(scheme, value, under or paper.id) for scheme, value in
-                              (identity.keys(paper) if paper_keys is None else paper_keys)])
+                             [(scheme, value, paper_id) for scheme, value in keys])
 
     def resolve(self, paper_id: str) -> str | None:
         """The id a paper is stored under, given it or the id of one of its duplicates."""
@@ -497,53 +503,23 @@ class CorpusStore:
                 return str(row[0])
         return None
 
-    def _index_for_rules(self, rowid: int | None, paper: Paper, replaced: Paper | None = None,
-                         fresh: bool = True, record: bytes | None = None) -> None:
-        """(Re)write the paper's author names and words (inside the caller's transaction).
-        ``replaced``: the paper as the row held it, whose words are taken out of the FTS5
-        table first; ``fresh``: the row was just inserted, so it has nothing else to delete;
-        ``record``: what the row now holds (its words are kept for ``_documents``)."""
+    def _index_for_rules(self, rowid: int | None, ready: Prepared, fresh: bool = True,
+                         written: bool = True) -> None:
+        """(Re)write the paper's author names, title key and categories, and record its row
+        for the keyword index (inside the caller's transaction). ``fresh``: the row was just
+        inserted, so it has nothing to delete; ``written``: the row holds ``ready.record``
+        (its words are kept for ``_documents``)."""
+        paper_id = ready.id
         if not fresh:
-            self._db.execute("DELETE FROM paper_authors WHERE paper = ?", (paper.id,))
-            self._db.execute("DELETE FROM paper_titles WHERE paper = ?", (paper.id,))
-            self._db.execute("DELETE FROM paper_categories WHERE paper = ?", (paper.id,))
-        if replaced is not None:
-            self._unindex_words(rowid, replaced)
+            for table in ("paper_authors", "paper_titles", "paper_categories"):
+                self._db.execute(f"DELETE FROM {table} WHERE paper = ?", (paper_id,))
         self._db.executemany("INSERT INTO paper_authors VALUES (?, ?)",
-                             [(key, paper.id) for key in {author_key(a) for a in paper.authors}
-                              if key])
-        fields = _word_fields(paper)
-        self._db.execute("INSERT INTO paper_titles VALUES (?, ?)", (fields[0], paper.id))
-        self._words_to_index.append((rowid, *fields))
+                             [(key, paper_id) for key in ready.authors])
+        self._db.execute("INSERT INTO paper_titles VALUES (?, ?)", (ready.words[0], paper_id))
         self._db.execute("INSERT INTO keyword_changes (row) VALUES (?)", (rowid,))
-        self._add_categories(paper)
-        if rowid is not None and record is not None:
-            self._words_written[rowid] = (record, fields)
-
-    @contextlib.contextmanager
-    def _transaction(self) -> Iterator[None]:
-        """A write transaction whose FTS5 rows (``_index_for_rules``) are written with it, or
-        forgotten with it when it rolls back."""
-        try:
-            with self._db:
-                yield
-                self._flush_words()
-        finally:
-            self._words_to_index = []
-
-    def _flush_words(self) -> None:
-        """Write the words ``_index_for_rules`` gathered into the FTS5 table, in one
-        statement (before the transaction ends, and before any row's words are taken out)."""
-        if self._words_to_index:
-            self._db.executemany(_INDEX_WORDS, self._words_to_index)
-            self._words_to_index = []
-
-    def _unindex_words(self, rowid: int | None, paper: Paper) -> None:
-        """Take the row's words, as ``paper`` gave them, out of the (contentless) FTS5 table."""
-        self._flush_words()
-        self._db.execute(
-            "INSERT INTO paper_words (paper_words, rowid, title, abstract, authors)"
-            " VALUES ('delete', ?, ?, ?, ?)", (rowid, *_word_fields(paper)))
+        self._add_categories(paper_id, ready.categories)
+        if rowid is not None and written:
+            self._words_written[rowid] = (ready.record, ready.words)
 
     def _documents(self, db: sqlite3.Connection, rows: list[int] | None,
                    ) -> Iterator[tuple[int, str, str, str, float | None]]:
@@ -563,14 +539,9 @@ class CorpusStore:
                 _paper(record))
             yield rowid, *fields, day
 
-    def _index_categories(self, paper: Paper) -> None:
-        self._db.execute("DELETE FROM paper_categories WHERE paper = ?", (paper.id,))
-        self._add_categories(paper)
-
-    def _add_categories(self, paper: Paper) -> None:
+    def _add_categories(self, paper_id: str, keys: list[str]) -> None:
         self._db.executemany("INSERT INTO paper_categories VALUES (?, ?)",
-                             [(key, paper.id) for key in
-                              {category_key(c) for c in paper.categories} if key])
+                             [(key, paper_id) for key in keys])
 
     def papers_by_author(self, key: str, since_day: float | None = None) -> list[tuple[str, float]]:
         """(id, day or NaN) of the papers with the author ``key`` (``matching.author_key``),
@@ -591,14 +562,13 @@ class CorpusStore:
                           since_day: float | None = None) -> list[tuple[str, float]]:
         """(id, day or NaN) of the papers whose title or abstract has the consecutive words
         ``phrase`` (``matching.words``), only those dated on or after ``since_day`` when given."""
-        if not phrase:
+        rows = self.keywords.rows_with(phrase, ("title", "abstract"), since_day)
+        if not rows:
             return []
-        # Words are runs of letters and digits: quoted, they are one FTS5 phrase, never syntax.
-        return self._ids_and_days(
-            "SELECT p.id, p.day FROM paper_words w JOIN papers p ON p.rowid = w.rowid"
-            " WHERE paper_words MATCH ? AND p.verified = 1",
-            '{title abstract} : "' + " ".join(phrase) + '"',
-            since_day)
+        # One statement whatever the number of rows: a JSON array of them (json_each).
+        return [(pid, math.nan if day is None else float(day)) for pid, day in self._db.execute(
+            "SELECT id, day FROM papers WHERE rowid IN (SELECT value FROM json_each(?))"
+            " AND verified = 1", (orjson.dumps(rows),))]
 
     def search_words(self, query: SearchQuery, limit: int, viewer: str | None,
                      ) -> list[tuple[str, float]]:
@@ -737,8 +707,6 @@ def _days_of(years: tuple[int, int]) -> tuple[float, float]:
 # empty corpus (``bulk_load``).
 _LOOKUPS = ("paper_authors_name", "paper_categories_name", "paper_titles_key")
 _FIELDS = tuple(field.name for field in fields(Paper))
-_WORDS_TABLE = "CREATE VIRTUAL TABLE paper_words USING fts5(title, abstract, authors, content='')"
-_INDEX_WORDS = "INSERT INTO paper_words (rowid, title, abstract, authors) VALUES (?, ?, ?, ?)"
 
 
 # zstd at level 3: a record of 1.3 kB in 14 µs to 0.70 bytes per byte of its text; zlib
@@ -763,10 +731,10 @@ def _paper(record: str | bytes) -> Paper:
 
 
 def _word_fields(paper: Paper) -> tuple[str, str, str]:
-    """The folded words of the paper's title, abstract and authors' names, as the FTS5 table
-    and the keyword index hold them."""
+    """The folded words of the paper's title, abstract and authors' names, as the keyword
+    index holds them."""
     return (" ".join(words(paper.title)), " ".join(words(paper.abstract)),
-            " ".join(w for name in paper.authors for w in words(name)))
+            " ".join(words(" ".join(paper.authors))))  # (no word spans two names)
 
 
 def _day(paper: Paper) -> float | None:
