@@ -103,6 +103,17 @@ def run_measured(command: list[str], env: dict[str, str], log: Path) -> dict[str
             "output": log.read_text()[-3000:]}
 
 
+BARE = Path(__file__).with_name("ingest_speed_child.py")
+
+
+def ingest_phases(output: str) -> dict[str, float]:
+    """Seconds per phase from `paperrec ingest`'s last line ("ingest took 12.0 s (1,667
+    records/s): read 4.1 s, store 6.9 s, ...")."""
+    found = re.search(r"ingest took [\d.]+ s \([^)]*\): (.*)", output)
+    return {name: float(seconds) for name, seconds in
+            re.findall(r"([a-z][a-z ]*) ([\d.]+) s", found.group(1))} if found else {}
+
+
 def disk_bytes(path: Path) -> int:
     if path.is_file():
         return path.stat().st_size
@@ -189,7 +200,11 @@ def main(argv: list[str] | None = None) -> int:
     paperrec = str(Path(sys.executable).with_name("paperrec"))
     ingest = run_measured([paperrec, "ingest", str(folder / SNAPSHOT)], env,
                           folder / "ingest.log")
-    harness.log(f"ingest: {ingest['seconds']} s, {ingest['peak_rss_gib']} GiB; rebuilding")
+    harness.log(f"ingest: {ingest['seconds']} s, {ingest['peak_rss_gib']} GiB; bare insert")
+    bare = run_measured([sys.executable, str(BARE), "bare", str(folder / "bare"),
+                         str(folder / SNAPSHOT)], env, folder / "bare.log")
+    bare["seconds_inside"] = json.loads(bare["output"].strip().splitlines()[-1])["seconds"]
+    harness.log(f"bare insert: {bare['seconds']} s; rebuilding")
     rebuild = run_measured([paperrec, "rebuild-index", "--full"], env, folder / "rebuild.log")
     harness.log(f"rebuild: {rebuild['seconds']} s, {rebuild['peak_rss_gib']} GiB")
 
@@ -206,7 +221,10 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "papers": int(meta.get("count", 0)),
         "records_written": n,
-        "ingest": ingest,
+        "ingest": {**ingest, "phases": ingest_phases(ingest["output"]),
+                   "times_bare": round(ingest["seconds"] / bare["seconds"], 2)},
+        "bare_insert": {**bare, "command": "python benchmarks/ingest_speed_child.py bare "
+                        "(one INSERT of id and JSON line per record, one transaction)"},
         "rebuild": {**rebuild, "phases": phases, "build": meta.get("build"),
                     "index_kind": meta.get("kind")},
         "embedding": {

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
 from recommender.core.config import Settings
 from recommender.core.errors import IndexNotReady, InvalidInput
@@ -81,6 +82,7 @@ def ingest(
     on_rejection: Callable[[Rejection], None],
     batch: int = 20_000,
     read_in_process: bool | None = None,
+    progress: bool = False,
 ) -> IngestSummary:
     """Read every file into the corpus; bad records are reported and skipped. A batch is
     one transaction (its rows, their words, identifiers and index entries) and one write
@@ -89,13 +91,15 @@ def ingest(
     writes (``reading.read_prepared``; ``read_in_process`` decides instead of their size).
     The summary says where the time went: ``read`` (parsing the files; with a reading
     process, the time spent waiting for it), ``store`` (SQLite), ``keyword index``
-    (tantivy), ``lookup indexes``."""
+    (tantivy), ``lookup indexes``. ``progress``: a bar of the records stored, a batch at
+    a time."""
     counts = UpsertCounts()
     summary = IngestSummary()
     clock = PhaseClock()
     started = time.perf_counter()
     pending: list[Prepared] = []
-    with corpus.bulk_load(clock):
+    with corpus.bulk_load(clock), tqdm(desc="ingest", unit=" records", unit_scale=True,
+                                       disable=not progress) as bar:
         for item in read_prepared(list(paths), read_in_process):
             if isinstance(item, Rejection):
                 summary.rejected += 1
@@ -105,9 +109,11 @@ def ingest(
             if len(pending) >= batch:
                 clock.lap("read")
                 corpus.upsert(pending, counts, clock)
+                bar.update(len(pending))
                 pending = []
         clock.lap("read")
         corpus.upsert(pending, counts, clock)
+        bar.update(len(pending))
     summary.added, summary.updated = counts.added, counts.updated
     summary.unchanged, summary.merged = counts.unchanged, counts.merged
     summary.seconds, summary.phases = time.perf_counter() - started, clock.phases

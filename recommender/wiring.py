@@ -275,9 +275,10 @@ class Paperrec:
 
     # --- jobs -----------------------------------------------------------------------------
 
-    def ingest(self, paths: Iterable[Path], on_rejection: OnRejection) -> jobs.IngestSummary:
+    def ingest(self, paths: Iterable[Path], on_rejection: OnRejection,
+               progress: bool = False) -> jobs.IngestSummary:
         """Read papers from files into the corpus; bad records are reported and skipped."""
-        return jobs.ingest(self.corpus, paths, on_rejection)
+        return jobs.ingest(self.corpus, paths, on_rejection, progress=progress)
 
     def fetch_arxiv(self, categories: Sequence[str], on_rejection: OnRejection, *,
                     from_date: str | None = None, summary: HarvestSummary | None = None,

@@ -27,7 +27,8 @@ def ingest(args: argparse.Namespace, settings: Settings) -> int:
     if not files:
         print("paperrec ingest: name at least one FILE, or --sample", file=sys.stderr)
         return BAD_ARGUMENTS
-    summary = wiring.build(settings).ingest(files, on_rejection=lambda r: print(r, file=sys.stderr))
+    summary = wiring.build(settings).ingest(
+        files, on_rejection=lambda r: print(r, file=sys.stderr), progress=not args.quiet)
     print(f"ingest: {summary}")
     print(f"ingest took {summary.timing()}")
     return 0

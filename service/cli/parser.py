@@ -85,6 +85,7 @@ def _add_corpus(sub: Commands) -> None:
     ingest.add_argument("files", nargs="*", type=Path, metavar="FILE")
     ingest.add_argument("--sample", action="store_true",
                         help="ingest the bundled sample corpus (ICML 2026 abstracts)")
+    ingest.add_argument("--quiet", action="store_true", help="no progress bar")
     ingest.set_defaults(run="corpus:ingest")
 
     fetch = sub.add_parser("fetch", help="harvest new papers from a source (arXiv, OpenReview)",
