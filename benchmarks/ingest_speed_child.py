@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import json
 import shutil
-import statistics
 import sqlite3
+import statistics
 import sys
 import time
 from pathlib import Path

@@ -26,8 +26,8 @@ titles (a text searched before has its embedding kept, so each timed query is th
 search of its text); p50 and p99, the process's CPU time of each search (on a loaded
 machine, what a search costs without waiting for a core), and the parts: embedding the
 query, the words (``CorpusStore.search_words``, the keyword index, 200 asked as a search
-asks), the same words by the corpus's FTS5 table as search read them before the keyword
-index (``words_fts5_before``, side by side on the same data), the vector search.
+asks), the vector search. (Runs before issue 29 also timed the same words by the corpus's
+FTS5 table, ``words_fts5_before`` in the results; the corpus has no FTS5 table now.)
 
     python -m benchmarks.search --corpus citeulike
     python -m benchmarks.build_1m --papers 1M --embed-sample 0 --keep --workdir /tmp/b1m
@@ -48,8 +48,7 @@ from benchmarks.synthetic import size_label
 from recommender import wiring
 from recommender.core.config import Settings
 from recommender.core.matching import words
-from recommender.core.search_query import STOPWORDS, SearchQuery, parse_query
-from recommender.corpus.store import CorpusStore
+from recommender.core.search_query import STOPWORDS, parse_query
 from recommender.index.content_space import centre_query
 from recommender.ranking.search import SEMANTIC_POOL, WORD_POOL
 
@@ -78,22 +77,6 @@ def citeulike_workspace(limit: int) -> Settings:
         parts.rebuild_index(progress=True)
         harness.keep_embeddings(settings)
     return settings
-
-
-def fts5_words(corpus: CorpusStore, query: SearchQuery, limit: int) -> list[int]:
-    """The rows the words search found before the keyword index (the corpus's FTS5 table,
-    ``ORDER BY bm25 LIMIT``; weights 5 / 1 / 3 by column), timed beside it: the same terms,
-    every match scored before the best are kept."""
-    clauses = ['"' + w + '"' for w in query.required_words]
-    clauses += ['"' + " ".join(p) + '"' for p in query.phrases]
-    clauses += ['{title} : "' + " ".join(p) + '"' for p in query.title]
-    clauses += ['{authors} : "' + " ".join(p) + '"' for p in query.authors]
-    if not clauses:
-        return []
-    return [row for row, in corpus._db.execute(
-        "SELECT rowid FROM (SELECT rowid, bm25(paper_words, 5.0, 1.0, 3.0) AS r FROM"
-        " paper_words WHERE paper_words MATCH ? ORDER BY r LIMIT ?)",
-        (" AND ".join(clauses), 2 * limit))]
 
 
 def rank_of(found: list[str], paper_id: str) -> int | None:
@@ -148,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     times: dict[str, list[float]] = {}
     cpu: dict[str, list[float]] = {}
     parts_ms: dict[str, list[float]] = {
-        "embed_query": [], "words": [], "words_fts5": [], "vector_search": []}
+        "embed_query": [], "words": [], "vector_search": []}
     embedder, index = parts.embedder, parts.index.get()
     for kind, asked in queries.items():
         if not asked:
@@ -173,9 +156,6 @@ def main(argv: list[str] | None = None) -> int:
             by_words = [p for p, _ in corpus.search_words(query, WORD_POOL, None)]
             parts_ms["words"].append(time.perf_counter() - started)
             keyword.append(rank_of(by_words[:10], pid))
-            started = time.perf_counter()
-            fts5_words(corpus, query, WORD_POOL)
-            parts_ms["words_fts5"].append(time.perf_counter() - started)
         quality[kind] = {"queries": len(asked), "hybrid": rates(hybrid),
                          "meaning_only": rates(meaning), "words_only": rates(keyword)}
         if kind == "title" and folded_titles:
@@ -196,7 +176,6 @@ def main(argv: list[str] | None = None) -> int:
         "parts_ms": {
             "embed_query": harness.percentiles(parts_ms["embed_query"], scale=1000),
             "words": harness.percentiles(parts_ms["words"], scale=1000),
-            "words_fts5_before": harness.percentiles(parts_ms["words_fts5"], scale=1000),
             "vector_search": harness.percentiles(parts_ms["vector_search"], scale=1000)},
         "index_kind": type(index.faiss_index).__name__,
     }

@@ -148,7 +148,7 @@ def test_the_parser_never_raises_and_keeps_its_bounds(text: str) -> None:
     assert terms <= MAX_TERMS
     assert len(query.text) <= 1000
     for word in query.free_words + tuple(w for p in query.title + query.authors for w in p):
-        assert re.fullmatch(r"[^\W_]+", word), word  # a word, never FTS5 syntax
+        assert re.fullmatch(r"[^\W_]+", word), word  # a word, never query syntax
 
 
 HOSTILE = ['"', '""', "'", "*", "^", ":", "au:", 'au:"', "ti:*", "year:", "year:-",
@@ -156,10 +156,10 @@ HOSTILE = ['"', '""', "'", "*", "^", ":", "au:", 'au:"', "ti:*", "year:", "year:
            "\x00", "\u202e", "🙂 emoji", "a" * 2000, "year:9999999999999", "au:" + "x " * 400]
 
 
-def test_hostile_queries_never_raise_and_never_reach_fts5_as_syntax(
+def test_hostile_queries_never_raise_and_never_reach_the_index_as_syntax(
         search: Callable[..., list[str]]) -> None:
-    """Each text, and random ones (FTS5's syntax characters among letters), is parsed and
-    searched in the real full-text index without an error."""
+    """Each text, and random ones (query languages' syntax characters among letters), is
+    parsed and searched in the real full-text index without an error."""
     rng = random.Random(26)
     alphabet = string.ascii_letters + string.digits + string.punctuation + " \t\n\"\"::éü\u3000"
     texts = HOSTILE + ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80)))

@@ -11,8 +11,9 @@
   publication year.
 
 Words are ``matching.words`` of the text: folded runs of letters and digits, the same form
-the corpus indexes, so punctuation and FTS5's syntax characters never reach the index as
-syntax. The parser never raises: a text is cut to ``MAX_QUERY_CHARS``, terms past
+the corpus indexes, so punctuation and a query language's syntax characters (FTS5's,
+tantivy's) never reach the index as syntax: it is asked with built queries, never parsed.
+The parser never raises: a text is cut to ``MAX_QUERY_CHARS``, terms past
 ``MAX_TERMS`` are dropped, an unclosed quote runs to the end, an unknown ``field:`` and a
 year that is not one are read as words.
 """

@@ -255,7 +255,10 @@ class CorpusStore:
         """Around a large load: when the corpus is empty, its lookup indexes (``_LOOKUPS``:
         a B-tree each, written in random order when filled row by row) are dropped first and
         built at the end, in one sorted pass. Dedup and updates keep every index they read.
-        A load that stops half-way leaves them to the next open (``_SCHEMA``)."""
+        A load that stops half-way leaves them to the next open (``_SCHEMA``). Meanwhile
+        SQLite keeps ``BULK_CACHE_KIB`` of pages in memory instead of 2 MiB: deduplication
+        looks every record's id and keys up in B-trees of millions of rows."""
+        self._db.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
         empty = self._db.execute("SELECT 1 FROM papers LIMIT 1").fetchone() is None
         if empty:
             with self._db:
@@ -264,6 +267,7 @@ class CorpusStore:
         try:
             yield
         finally:
+            self._db.execute("PRAGMA cache_size = -2000")  # SQLite's default
             if empty:
                 if clock:
                     clock.lap("read")
@@ -702,6 +706,8 @@ def _days_of(years: tuple[int, int]) -> tuple[float, float]:
     return (float(dt.date(years[0], 1, 1).toordinal() - EPOCH),
             float(dt.date(years[1] + 1, 1, 1).toordinal() - EPOCH))
 
+
+BULK_CACHE_KIB = 256 * 1024
 
 # Indexes for readers' lookups only (rules, exact titles), built after a load into an
 # empty corpus (``bulk_load``).
