@@ -242,6 +242,7 @@ def main(argv: list[str] | None = None) -> int:
         "disk_bytes": {
             "snapshot_file": generated["snapshot_bytes"],
             "corpus": sum(disk_bytes(p) for p in data_dir.glob("corpus.sqlite*")),
+            "keyword_index": disk_bytes(data_dir / "corpus-words"),
             "embedding_cache": sum(disk_bytes(p) for p in data_dir.glob("embeddings.sqlite*")),
             "index_version": disk_bytes(version_dir) if current else 0,
         },

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from functools import cached_property
 from pathlib import Path
 
@@ -13,8 +13,6 @@ from tqdm import tqdm
 from recommender.core.phases import PhaseClock
 from recommender.embedding.encoders import TextEncoder
 from recommender.embedding.processes import chunk_encoder
-
-SCAN_FROM = 50_000  # vectors asked of ``matrix`` from which it reads the model's rows in a pass
 
 # Stores the vectors of these texts (by content hash) in the cache.
 EmbedInto = Callable[["EmbeddingCache", dict[str, str]], None]
@@ -61,40 +59,29 @@ class EmbeddingCache:
         """The vectors of these hashes as the rows of one matrix, in order (a hash may come
         more than once). Filled as it is read: at a million papers, ``get``'s dict of small
         arrays before stacking cost 1.8 GB more than the matrix itself. KeyError when one is
-        not cached. Many hashes (``SCAN_FROM``) are read in one pass over the model's rows,
-        in the file's order, instead of looked up 500 at a time: at 2.5M papers the look-ups
-        took 105 s, a pass over a cache holding little else takes seconds."""
+        not cached."""
         rows_of: dict[str, list[int]] = {}
         for row, h in enumerate(hashes):
             rows_of.setdefault(h, []).append(row)
         unique = list(rows_of)
         out: np.ndarray | None = None
         filled = 0
-        if len(unique) >= SCAN_FROM:
-            found: Iterable[tuple[str, bytes]] = self._db.execute(
-                "SELECT content_hash, vector FROM vectors WHERE model = ?", (model,))
-        else:
-            found = self._looked_up(model, unique)
-        for h, blob in found:
-            rows = rows_of.get(h)
-            if rows is None:
-                continue  # another paper's (a pass reads every vector of the model)
-            vector = np.frombuffer(blob, dtype=np.float32)
-            if out is None:
-                out = np.empty((len(hashes), len(vector)), dtype=np.float32)
-            out[rows] = vector
-            filled += 1
-        if out is None or filled < len(unique):
-            raise KeyError(f"{len(unique) - filled} of {len(unique)} vectors are not cached")
-        return out
-
-    def _looked_up(self, model: str, unique: list[str]) -> Iterator[tuple[str, bytes]]:
         for start in range(0, len(unique), 500):
             chunk = unique[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            yield from self._db.execute(
+            for h, blob in self._db.execute(
                 "SELECT content_hash, vector FROM vectors"
-                f" WHERE model = ? AND content_hash IN ({marks})", [model, *chunk])
+                f" WHERE model = ? AND content_hash IN ({marks})",
+                [model, *chunk],
+            ):
+                vector = np.frombuffer(blob, dtype=np.float32)
+                if out is None:
+                    out = np.empty((len(hashes), len(vector)), dtype=np.float32)
+                out[rows_of[h]] = vector
+                filled += 1
+        if out is None or filled < len(unique):
+            raise KeyError(f"{len(unique) - filled} of {len(unique)} vectors are not cached")
+        return out
 
     def missing(self, model: str, hashes: Sequence[str]) -> set[str]:
         """The hashes with no cached vector for this model."""
