@@ -81,16 +81,16 @@ def ingest(
     paths: Iterable[Path],
     on_rejection: Callable[[Rejection], None],
     batch: int = 20_000,
-    read_in_process: bool | None = None,
+    readers: bool | None = None,
     progress: bool = False,
 ) -> IngestSummary:
     """Read every file into the corpus; bad records are reported and skipped. A batch is
     one transaction (its rows, their words, identifiers and index entries) and one write
     of the keyword index. Into an empty corpus the lookup indexes are built once at the end
-    (``CorpusStore.bulk_load``). Large files are read in a second process while this one
-    writes (``reading.read_prepared``; ``read_in_process`` decides instead of their size).
-    The summary says where the time went: ``read`` (parsing the files; with a reading
-    process, the time spent waiting for it), ``store`` (SQLite), ``keyword index``
+    (``CorpusStore.bulk_load``). Large files are read by reader processes while this one
+    writes (``reading.read_prepared``; ``readers`` decides instead of their size).
+    The summary says where the time went: ``read`` (parsing the files; with reader
+    processes, the time spent waiting for them), ``store`` (SQLite), ``keyword index``
     (tantivy), ``lookup indexes``. ``progress``: a bar of the records stored, a batch at
     a time."""
     counts = UpsertCounts()
@@ -100,7 +100,7 @@ def ingest(
     pending: list[Prepared] = []
     with corpus.bulk_load(clock), tqdm(desc="ingest", unit=" records", unit_scale=True,
                                        disable=not progress) as bar:
-        for item in read_prepared(list(paths), read_in_process):
+        for item in read_prepared(list(paths), readers):
             if isinstance(item, Rejection):
                 summary.rejected += 1
                 on_rejection(item)

@@ -87,14 +87,14 @@ def test_the_corpus_takes_at_most_three_bytes_per_byte_of_text(tmp_path: Path) -
     assert (stored + keyword_index) / text <= 3.0
 
 
-def _corpus_after(tmp_path: Path, name: str, files: list[Path], in_process: bool,
+def _corpus_after(tmp_path: Path, name: str, files: list[Path], readers: bool,
                   ) -> tuple[jobs.IngestSummary, list[str], list[tuple[str, bytes]]]:
     """Ingest the files into a fresh corpus: the summary, the rejections, and every row's
     id and record in the order stored."""
     corpus = CorpusStore(tmp_path / name / "corpus.sqlite")
     rejections: list[str] = []
     summary = jobs.ingest(corpus, files, lambda r: rejections.append(str(r)),
-                          read_in_process=in_process)
+                          readers=readers)
     rows = corpus._db.execute("SELECT id, record FROM papers ORDER BY rowid").fetchall()
     corpus.close()
     return summary, rejections, rows
@@ -118,8 +118,8 @@ def test_files_read_in_child_processes_are_stored_as_read_in_this_one(tmp_path: 
     csv_file.write_text("id,title,abstract\ncsv-1,From a table,Rows of it.\n", encoding="utf-8")
 
     for files in ([first, second], [first, csv_file, second]):
-        there = _corpus_after(tmp_path, f"child-{len(files)}", files, in_process=True)
-        here = _corpus_after(tmp_path, f"here-{len(files)}", files, in_process=False)
+        there = _corpus_after(tmp_path, f"child-{len(files)}", files, readers=True)
+        here = _corpus_after(tmp_path, f"here-{len(files)}", files, readers=False)
         summary, rejections, rows = there
         assert (str(summary), rejections, rows) == (str(here[0]), here[1], here[2])
         assert rejections == [f"{first}:1000: not valid JSON: Expecting property name enclosed"

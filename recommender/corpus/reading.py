@@ -40,27 +40,27 @@ PROCESS_FROM_BYTES = 16_000_000  # about 10,000 arXiv records: below, read in th
 Item = Prepared | Rejection
 
 
-def read_prepared(paths: Sequence[Path], in_process: bool | None = None) -> Iterator[Item]:
+def read_prepared(paths: Sequence[Path], readers: bool | None = None) -> Iterator[Item]:
     """Every record of the files, in order, prepared for the store (or its rejection).
-    ``in_process``: read in child processes (True), in this one (False), or by the size of
+    ``readers``: read in reader processes (True), in this one (False), or by the size of
     the files (None)."""
-    if in_process is None:
-        in_process = sum(_size(path) for path in paths) >= PROCESS_FROM_BYTES
-    if not in_process:
+    if readers is None:
+        readers = sum(_size(path) for path in paths) >= PROCESS_FROM_BYTES
+    if not readers:
         yield from _read(paths)
         return
-    readers = READERS if all(is_jsonl(path) for path in paths) else 1
+    parts = READERS if all(is_jsonl(path) for path in paths) else 1
     context = multiprocessing.get_context("spawn")
-    queues = [context.Queue(maxsize=AHEAD) for _ in range(readers)]
-    children = [context.Process(target=_child, args=([str(p) for p in paths], part, readers,
+    queues = [context.Queue(maxsize=AHEAD) for _ in range(parts)]
+    children = [context.Process(target=_child, args=([str(p) for p in paths], part, parts,
                                                      queues[part]),
                                 name=f"paperrec-read-{part}", daemon=True)
-                for part in range(readers)]
+                for part in range(parts)]
     for child in children:
         child.start()
     try:
         block = 0
-        while (found := _next(queues[block % readers], children[block % readers], paths)
+        while (found := _next(queues[block % parts], children[block % parts], paths)
                ) is not None:
             yield from found
             block += 1
