@@ -13,6 +13,7 @@ import random
 import re
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,22 @@ def month_of_record(n: int) -> np.ndarray:
     weights = np.array([1.1 ** (y - FIRST_MONTH[0]) for y, _ in months()])
     bounds = np.cumsum(weights / weights.sum() * n).round().astype(np.int64)
     return np.searchsorted(bounds, np.arange(n), side="right")
+
+
+def ids_and_days(n: int, rng: random.Random) -> Iterator[tuple[str, dt.date]]:
+    """The arXiv id and date of each of n records, in order: month by month (``months``,
+    ``month_of_record``), numbered within the month, a day of it drawn from ``rng`` as each
+    record is taken (so the draws interleave with the record's own)."""
+    all_months = months()
+    of_record = month_of_record(n)
+    sequence = dict.fromkeys(range(len(all_months)), 0)
+    for number in range(n):
+        m = int(of_record[number])
+        year, month = all_months[m]
+        sequence[m] += 1
+        digits = 5 if year >= 2015 else 4
+        yield (f"{year % 100:02d}{month:02d}.{sequence[m]:0{digits}d}",
+               dt.date(year, month, rng.randint(1, 28)))
 
 
 def surname(rng: random.Random) -> str:
@@ -170,10 +187,8 @@ def generate(n: int, folder: Path, cache_path: Path, variant: str, sample: int, 
     sims = vectors @ vectors.T
     np.fill_diagonal(sims, -np.inf)
     neighbours = np.argsort(-sims, axis=1)[:, :CO_SOURCES].tolist()
-    all_months = months()
-    of_record = month_of_record(n)
     sample_rows = set(np.linspace(0, n - 1, sample).astype(np.int64).tolist()) if sample else set()
-    sequence = dict.fromkeys(range(len(all_months)), 0)
+    identities = ids_and_days(n, rng)
     cache = EmbeddingCache(cache_path)
     sample_hashes: list[str] = []
     sample_vectors: list[np.ndarray] = []
@@ -186,12 +201,7 @@ def generate(n: int, folder: Path, cache_path: Path, variant: str, sample: int, 
         for start in range(0, n, CHUNK):
             chunk_hashes: list[str] = []
             for number in range(start, min(n, start + CHUNK)):
-                m = int(of_record[number])
-                year, month = all_months[m]
-                sequence[m] += 1
-                digits = 5 if year >= 2015 else 4
-                arxiv_id = f"{year % 100:02d}{month:02d}.{sequence[m]:0{digits}d}"
-                day = dt.date(year, month, rng.randint(1, 28))
+                arxiv_id, day = next(identities)
                 rec, given = record(arxiv_id, day, rng, sources, sentences,
                                     neighbours, titles)
                 out.write(json.dumps(rec, ensure_ascii=False) + "\n")

@@ -13,7 +13,6 @@ Prints JSON and writes it to ``benchmarks/results/ingest_speed.json``.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import random
 import statistics
@@ -48,18 +47,9 @@ def make_records(n: int, path: Path, seed: int = 29) -> dict[str, int]:
     titles = [json.loads(line)["title"] for line in records_of.citeulike.PAPERS.open()]
     rng = random.Random(seed)
     neighbours = [rng.sample(range(len(sources)), records_of.CO_SOURCES) for _ in sources]
-    all_months = records_of.months()
-    of_record = records_of.month_of_record(n)
-    sequence = dict.fromkeys(range(len(all_months)), 0)
     text_bytes = 0
     with path.open("w") as out:
-        for number in range(n):
-            m = int(of_record[number])
-            year, month = all_months[m]
-            sequence[m] += 1
-            digits = 5 if year >= 2015 else 4
-            arxiv_id = f"{year % 100:02d}{month:02d}.{sequence[m]:0{digits}d}"
-            day = dt.date(year, month, rng.randint(1, 28))
+        for arxiv_id, day in records_of.ids_and_days(n, rng):
             rec, _ = records_of.record(arxiv_id, day, rng, sources, sentences,
                                        cast(Any, neighbours), titles)
             out.write(json.dumps(rec, ensure_ascii=False) + "\n")
