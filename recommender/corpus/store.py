@@ -138,7 +138,7 @@ def prepare(paper: Paper) -> Prepared:
     return Prepared(paper.id, paper.content_hash, _day(paper), _encode(paper),
                     identity.keys(paper), _word_fields(paper),
                     list({key for key in map(author_key, paper.authors) if key}),
-                    list({key for key in map(category_key, paper.categories) if key}))
+                    _category_keys(paper))
 
 
 @dataclass(frozen=True)
@@ -221,7 +221,7 @@ class CorpusStore:
             with self._db:  # added with category rules: index the categories of every paper
                 for record, in self._db.execute("SELECT record FROM papers"):
                     paper = _paper(record)
-                    self._add_categories(paper.id, prepare(paper).categories)
+                    self._add_categories(paper.id, _category_keys(paper))
 
     def close(self) -> None:
         self._db.close()
@@ -741,6 +741,11 @@ def _word_fields(paper: Paper) -> tuple[str, str, str]:
     index holds them."""
     return (" ".join(words(paper.title)), " ".join(words(paper.abstract)),
             " ".join(words(" ".join(paper.authors))))  # (no word spans two names)
+
+
+def _category_keys(paper: Paper) -> list[str]:
+    """The distinct ``category_key`` of the paper's categories."""
+    return list({key for key in map(category_key, paper.categories) if key})
 
 
 def _day(paper: Paper) -> float | None:
